@@ -1,0 +1,61 @@
+"""Runs every rule over one file's ``ast`` tree.  Knows nothing of flake8 or the CLI.
+
+Cost model: flake8 has already parsed the file; a cheap text gate drops files
+that cannot have a finding, and only module classes and functions that mention
+``deepcopy`` are walked.  No second parser runs.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from .findings import Finding
+from .imports import ImportMap
+from .modules import collect_classes
+from .rules import construction, deepcopy_calls, forward_stores, hooks, legacy_norm
+from .scopes import ClassRunner
+
+GATE_WORDS = (
+    "forward", "deepcopy", "weight_norm", "spectral_norm", "hook", "setattr", "_step",
+    "Parameter", "AveragedModel", "ModelEma",
+)
+
+
+@dataclass(frozen=True)
+class Options:
+    module_bases: frozenset[str] = field(default_factory=frozenset)
+
+
+def analyze_source(source: str, filename: str = "<unknown>", options: Options | None = None) -> list[Finding]:
+    """Parse ``source`` and return its findings; raises SyntaxError if it does not parse."""
+    tree = ast.parse(source, filename=filename)
+    return analyze_tree(tree, source, options)
+
+
+def analyze_tree(tree: ast.AST, source: str | None = None, options: Options | None = None) -> list[Finding]:
+    if source is not None and not any(w in source for w in GATE_WORDS):
+        return []
+    options = options or Options()
+    imports = ImportMap(tree)
+    classes = collect_classes(tree, imports, options.module_bases)
+    findings: list[Finding] = []
+    module_classes = {n for n, c in classes.items() if c.facts.is_module}
+    for info in classes.values():
+        if not info.facts.is_module:
+            continue
+        runner = ClassRunner(info, imports, module_classes)
+        findings += forward_stores.check(runner)
+        findings += construction.check(runner)
+    if source is None or "setattr" in source:
+        findings += construction.check_functions(tree, imports)
+    if source is None or "hook" in source:
+        findings += hooks.check(tree, imports, classes, module_classes)
+    if source is None or "weight_norm" in source or "spectral_norm" in source or "WeightNorm" in source:
+        findings += legacy_norm.check(tree, imports, classes)
+    if source is None or any(w in source for w in deepcopy_calls.WORDS):
+        findings += deepcopy_calls.check(tree, imports, classes, module_classes, findings)
+    unique: dict[tuple, Finding] = {}
+    for f in findings:
+        unique.setdefault((f.line, f.col, f.code), f)
+    return sorted(unique.values(), key=lambda f: f.sort_key)

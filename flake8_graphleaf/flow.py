@@ -1,0 +1,348 @@
+"""Walks a function body in order, tracking grad mode and what each name holds, and
+reports every place where a value is put on an object (the rules decide which of
+those are findings)."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Callable
+
+from .graph_tensors import GRAPH, MODULE, NOTHING, Evaluator, Value, join, short
+
+CONTAINER_MUTATORS = frozenset(
+    "append extend insert update setdefault add appendleft extendleft __setitem__".split()
+)
+# Tensor methods that change their receiver in place and return it.
+NOT_INPLACE = frozenset({"requires_grad_", "share_memory_", "detach_", "retain_grad_"})
+
+
+def is_inplace_method(name: str) -> bool:
+    return name.endswith("_") and not name.startswith("_") and name not in NOT_INPLACE
+
+
+@dataclass
+class Store:
+    """A value put somewhere an object can reach it.
+
+    kind: "attr" (``obj.a = v``, also augmented), "container" (``obj.a.append(v)``,
+    ``obj.a[k] = v``), "inplace" (``obj.a.add_(v)``), "setattr", "register_buffer".
+    """
+
+    kind: str
+    root: str  # the name the target starts from ("self", a hook argument, a local)
+    root_value: Value
+    attr: str | None  # first attribute after the root, if any
+    text: str  # the target as written, e.g. "self.features"
+    value: Value
+    node: ast.AST  # where to report
+    grad: bool  # grad mode where the store happens
+    method: str = ""  # for container stores: append, extend, __setitem__ ...
+    name_node: ast.AST | None = None  # setattr / register_buffer: the name argument
+
+
+def grad_mode_of(call: ast.AST, imports, current: bool) -> bool:
+    """Grad mode inside ``with <call>:`` or under a decorator ``@<call>``."""
+    func = call.func if isinstance(call, ast.Call) else call
+    qual = imports.qualname(func) or ""
+    name = qual.rsplit(".", 1)[-1]
+    if not qual.startswith("torch"):
+        return current
+    args = call.args if isinstance(call, ast.Call) else []
+    first = args[0] if args else None
+    if isinstance(call, ast.Call):
+        for k in call.keywords:
+            if k.arg in ("mode", "enabled"):
+                first = k.value
+    literal = first.value if isinstance(first, ast.Constant) else None
+    if name == "no_grad":
+        return False
+    if name == "inference_mode":
+        return True if (first is not None and literal is False) else (current if (first is not None and literal is None) else False)
+    if name == "enable_grad":
+        return True
+    if name == "set_grad_enabled":
+        if literal is False:
+            return False
+        if literal is True:
+            return True
+    return current
+
+
+def function_grad_mode(func: ast.FunctionDef, imports) -> bool:
+    grad = True
+    for dec in func.decorator_list:
+        grad = grad_mode_of(dec, imports, grad)
+    return grad
+
+
+def target_root(node: ast.AST) -> tuple[str, str | None] | None:
+    """For ``a.b.c`` / ``a.b[k]`` return (root name, first attribute)."""
+    first = None
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        if isinstance(node, ast.Attribute):
+            first = node.attr
+        node = node.value
+    if isinstance(node, ast.Name):
+        return node.id, first
+    return None
+
+
+class Walker:
+    def __init__(self, ev: Evaluator, on_store: Callable[[Store], None]):
+        self.ev = ev
+        self.on_store = on_store
+        self.returns: Value = NOTHING
+
+    # -- entry --------------------------------------------------------------------
+    def run(self, body: list[ast.stmt]) -> Value:
+        self.block(body)
+        return self.returns
+
+    def block(self, body: list[ast.stmt]) -> None:
+        for stmt in body:
+            method = getattr(self, "do_" + stmt.__class__.__name__, None)
+            if method is not None:
+                method(stmt)
+
+    def _branches(self, *bodies: list[ast.stmt]) -> None:
+        """Run bodies as alternatives; afterwards a name holds what any path left in it."""
+        ev = self.ev
+        start_env, start_self = dict(ev.env), dict(ev.self_attrs)
+        envs, selfs = [], []
+        for body in bodies:
+            ev.env, ev.self_attrs = dict(start_env), dict(start_self)
+            self.block(body)
+            envs.append(ev.env)
+            selfs.append(ev.self_attrs)
+        ev.env = _merge(envs)
+        ev.self_attrs = _merge(selfs)
+
+    # -- statements ---------------------------------------------------------------
+    def do_Expr(self, stmt: ast.Expr) -> None:
+        value = stmt.value
+        self.ev.eval(value)
+        if isinstance(value, ast.Call):
+            self.call_statement(value, stmt)
+
+    def do_Assign(self, stmt: ast.Assign) -> None:
+        value = self.ev.eval(stmt.value)
+        for target in stmt.targets:
+            self.assign(target, stmt.value, value, stmt)
+
+    def do_AnnAssign(self, stmt: ast.AnnAssign) -> None:
+        if stmt.value is not None:
+            self.assign(stmt.target, stmt.value, self.ev.eval(stmt.value), stmt)
+
+    def do_AugAssign(self, stmt: ast.AugAssign) -> None:
+        ev = self.ev
+        added = ev.eval(stmt.value)
+        target = stmt.target
+        old = ev.eval(target)
+        listish = isinstance(stmt.value, (ast.List, ast.Tuple, ast.ListComp))
+        new = join(old, added) if listish else ev.computed(old, added)
+        if not listish and old.kind == GRAPH:
+            new = old if new.kind < GRAPH else new
+        if isinstance(target, ast.Name):
+            ev.env[target.id] = new
+            return
+        root = target_root(target)
+        if root is None:
+            return
+        if isinstance(target, ast.Subscript) or listish:
+            self._emit("container", target if listish else target.value, added, target, method="+=" if listish else "__setitem__")
+            return
+        self._emit("attr", target, new, target)
+        if isinstance(target, ast.Attribute) and ev.is_self(target.value):
+            ev.self_attrs[target.attr] = new
+
+    def do_Return(self, stmt: ast.Return) -> None:
+        self.returns = join(self.returns, self.ev.eval(stmt.value))
+
+    def do_If(self, stmt: ast.If) -> None:
+        self.ev.eval(stmt.test)
+        self._branches(stmt.body, stmt.orelse)
+
+    def do_For(self, stmt: ast.For) -> None:
+        ev = self.ev
+        it = ev.eval(stmt.iter)
+        ev.bind_target(stmt.target, it)
+        self._loop_target_stores(stmt.target, it, stmt)
+        # Twice, so that a value carried to the next iteration is seen.
+        self._branches([], stmt.body + stmt.body)
+        self.block(stmt.orelse)
+
+    do_AsyncFor = do_For
+
+    def do_While(self, stmt: ast.While) -> None:
+        self.ev.eval(stmt.test)
+        self._branches([], stmt.body + stmt.body)
+        self.block(stmt.orelse)
+
+    def do_With(self, stmt: ast.With) -> None:
+        ev = self.ev
+        saved = ev.grad
+        grad = saved
+        for item in stmt.items:
+            grad = grad_mode_of(item.context_expr, ev.imports, grad)
+            if not isinstance(item.context_expr, ast.Call) or ev.imports.qualname(item.context_expr.func) is None:
+                ev.eval(item.context_expr)
+            if item.optional_vars is not None:
+                ev.bind_target(item.optional_vars, NOTHING)
+        ev.grad = grad
+        try:
+            self.block(stmt.body)
+        finally:
+            ev.grad = saved
+
+    do_AsyncWith = do_With
+
+    def do_Try(self, stmt: ast.Try) -> None:
+        self.block(stmt.body)
+        self._branches([], *[h.body for h in stmt.handlers])
+        self.block(stmt.orelse)
+        self.block(stmt.finalbody)
+
+    do_TryStar = do_Try
+
+    def do_Match(self, stmt) -> None:
+        self.ev.eval(stmt.subject)
+        self._branches([], *[c.body for c in stmt.cases])
+
+    def do_Delete(self, stmt: ast.Delete) -> None:
+        for t in stmt.targets:
+            if isinstance(t, ast.Attribute) and self.ev.is_self(t.value):
+                self.ev.self_attrs[t.attr] = NOTHING
+
+    def do_Raise(self, stmt: ast.Raise) -> None:
+        self.ev.eval(stmt.exc)
+
+    def do_Assert(self, stmt: ast.Assert) -> None:
+        self.ev.eval(stmt.test)
+
+    # -- stores -------------------------------------------------------------------
+    def assign(self, target: ast.AST, value_node: ast.AST, value: Value, stmt: ast.stmt) -> None:
+        ev = self.ev
+        if isinstance(target, ast.Name):
+            ev.env[target.id] = value
+            if isinstance(value_node, (ast.List, ast.Tuple, ast.Dict, ast.ListComp, ast.DictComp)):
+                ev.containers.add(target.id)
+            else:
+                ev.containers.discard(target.id)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            pairs = None
+            if (
+                isinstance(value_node, (ast.Tuple, ast.List))
+                and len(value_node.elts) == len(target.elts)
+                and not any(isinstance(e, ast.Starred) for e in value_node.elts + target.elts)
+            ):
+                pairs = [(t, v, ev.eval(v)) for t, v in zip(target.elts, value_node.elts)]
+            for i, elt in enumerate(target.elts):
+                if pairs is not None:
+                    self.assign(elt, pairs[i][1], pairs[i][2], stmt)
+                else:
+                    self.assign(elt, value_node, value, stmt)
+        elif isinstance(target, ast.Starred):
+            self.assign(target.value, value_node, value, stmt)
+        elif isinstance(target, ast.Attribute):
+            self._emit("attr", target, value, target)
+            if ev.is_self(target.value):
+                ev.self_attrs[target.attr] = value
+        elif isinstance(target, ast.Subscript):
+            base = target.value
+            if isinstance(base, ast.Name) and base.id != ev.self_name:
+                old = ev.env.get(base.id, NOTHING)
+                ev.env[base.id] = join(old, value)
+                if old.kind == MODULE:
+                    self._emit("container", base, value, target, method="__setitem__")
+                return
+            self._emit("container", base, value, target, method="__setitem__")
+
+    def _loop_target_stores(self, target: ast.AST, value: Value, stmt: ast.stmt) -> None:
+        if isinstance(target, (ast.Attribute, ast.Subscript, ast.Tuple, ast.List)):
+            if not isinstance(target, ast.Name):
+                self.assign(target, stmt.iter, value, stmt)
+
+    def call_statement(self, call: ast.Call, stmt: ast.stmt) -> None:
+        ev = self.ev
+        func = call.func
+        if isinstance(func, ast.Name) and func.id == "setattr" and len(call.args) >= 3:
+            obj = call.args[0]
+            root = target_root(obj) if not isinstance(obj, ast.Name) else (obj.id, None)
+            if root is not None:
+                self.on_store(
+                    Store(
+                        "setattr", root[0], ev.eval(_root_node(obj)), root[1], short(obj), ev.eval(call.args[2]),
+                        call, ev.grad, name_node=call.args[1],
+                    )
+                )
+            return
+        if not isinstance(func, ast.Attribute):
+            return
+        meth = func.attr
+        recv = func.value
+        if meth == "register_buffer" and len(call.args) >= 2:
+            root = target_root(recv) if not isinstance(recv, ast.Name) else (recv.id, None)
+            if root is not None:
+                self.on_store(
+                    Store(
+                        "register_buffer", root[0], ev.eval(_root_node(recv)), root[1], short(recv),
+                        ev.eval(call.args[1]), call, ev.grad, name_node=call.args[0],
+                    )
+                )
+            return
+        if meth in CONTAINER_MUTATORS:
+            args = [ev.eval(a) for a in call.args] + [ev.eval(k.value) for k in call.keywords]
+            if meth in ("insert", "setdefault", "__setitem__") and len(args) > 1:
+                args = args[1:]
+            added = join(*args)
+            if isinstance(recv, ast.Name):
+                old = ev.env.get(recv.id)
+                if old is not None:
+                    ev.env[recv.id] = join(old, added)
+                    return
+                if recv.id != ev.self_name:
+                    return
+            self._emit("container", recv, added, call, method=meth)
+            return
+        if is_inplace_method(meth):
+            values: list[Value] = []
+            node: ast.AST = call
+            while (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and is_inplace_method(node.func.attr)
+            ):
+                values += [ev.eval(a) for a in node.args] + [ev.eval(k.value) for k in node.keywords]
+                node = node.func.value
+            if isinstance(node, ast.Attribute) and node.attr == "data":
+                return
+            if isinstance(node, ast.Name):
+                old = ev.env.get(node.id)
+                if old is not None:
+                    ev.env[node.id] = join(old, ev.computed(NOTHING, *values))
+                return
+            self._emit("inplace", node, ev.computed(NOTHING, *values), call, method=meth)
+
+    def _emit(self, kind: str, target: ast.AST, value: Value, where: ast.AST, method: str = "") -> None:
+        root = target_root(target) if not isinstance(target, ast.Name) else (target.id, None)
+        if root is None:
+            return
+        self.on_store(
+            Store(kind, root[0], self.ev.eval(_root_node(target)), root[1], short(target), value, where, self.ev.grad, method)
+        )
+
+
+def _root_node(node: ast.AST) -> ast.AST:
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node
+
+
+def _merge(dicts: list[dict]) -> dict:
+    out: dict = {}
+    for d in dicts:
+        for k, v in d.items():
+            old = out.get(k)
+            out[k] = v if old is None or v.kind > old.kind else old
+    return out

@@ -1,0 +1,232 @@
+"""Which classes of a file are ``nn.Module``s, and what their attributes hold."""
+
+from __future__ import annotations
+
+import ast
+
+from .graph_tensors import ClassFacts, looks_like_module_name
+from .imports import ImportMap
+
+# Bases of other libraries that are nn.Module subclasses (matched on the last name).
+DEFAULT_MODULE_BASES = frozenset(
+    {"LightningModule", "PreTrainedModel", "ModelMixin", "HyperparametersMixin"}
+)
+_NOT_MODULE_BASES = frozenset(
+    """object ABC Generic Protocol Enum IntEnum Exception BaseException NamedTuple TypedDict
+    dict list tuple set str int float type Function InplaceFunction Dataset IterableDataset
+    Sampler Optimizer LRScheduler _LRScheduler Callback Thread""".split()
+)
+_AUTOGRAD_FUNCTION = ("torch.autograd.Function", "torch.autograd.function.Function")
+
+
+class ClassInfo:
+    def __init__(self, node: ast.ClassDef):
+        self.node = node
+        self.facts = ClassFacts()
+        self.facts.name = node.name
+        self.bases: list[str] = []  # qualified or plain names
+        self.local_bases: list[str] = []  # bases defined in this file
+        self.is_lightning = False
+
+
+def _base_name(base: ast.AST, imports: ImportMap) -> str:
+    if isinstance(base, ast.Subscript):  # Generic[T], nn.Module[...]
+        base = base.value
+    qual = imports.qualname(base)
+    if qual:
+        return qual
+    try:
+        return ast.unparse(base)
+    except Exception:  # pragma: no cover - ast.unparse handles every expression
+        return ""
+
+
+def collect_classes(tree: ast.AST, imports: ImportMap, extra_bases: frozenset[str] = frozenset()) -> dict[str, ClassInfo]:
+    classes: dict[str, ClassInfo] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            info = ClassInfo(node)
+            info.bases = [_base_name(b, imports) for b in node.bases]
+            for stmt in node.body:
+                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    info.facts.methods[stmt.name] = stmt
+            classes.setdefault(node.name, info)
+    names = set(classes)
+    for info in classes.values():
+        info.local_bases = [b for b in info.bases if b in names]
+
+    wanted = DEFAULT_MODULE_BASES | extra_bases
+
+    def direct_module(info: ClassInfo) -> bool:
+        for b in info.bases:
+            last = b.rsplit(".", 1)[-1]
+            if b in _AUTOGRAD_FUNCTION:
+                return False
+            if b in wanted or last in wanted:
+                if last == "LightningModule":
+                    info.is_lightning = True
+                return True
+            if b.startswith("torch.nn.") and last[:1].isupper() and not b.startswith("torch.nn.utils"):
+                return True
+            if b.startswith(("lightning", "pytorch_lightning")) and last.endswith("Module"):
+                info.is_lightning = True
+                return True
+        return False
+
+    for info in classes.values():
+        info.facts.is_module = direct_module(info)
+    changed = True
+    while changed:  # modules through bases defined in this file
+        changed = False
+        for info in classes.values():
+            if info.facts.is_module:
+                continue
+            for b in info.local_bases:
+                base = classes[b]
+                if base.facts.is_module:
+                    info.facts.is_module = True
+                    info.is_lightning = info.is_lightning or base.is_lightning
+                    changed = True
+    for info in classes.values():
+        if info.facts.is_module or not info.bases:
+            continue
+        # A class with an instance ``forward`` whose bases come from elsewhere (say
+        # transformers' GradientCheckpointingLayer) is a module in practice.
+        fwd = info.facts.methods.get("forward")
+        if fwd is None or any(_decorator_name(d) == "staticmethod" for d in fwd.decorator_list):
+            continue
+        foreign = [b for b in info.bases if b not in names]
+        if foreign and all(b.rsplit(".", 1)[-1] not in _NOT_MODULE_BASES for b in info.bases):
+            if not any(b.endswith(("Function", "Dataset")) for b in info.bases):
+                info.facts.is_module = True
+
+    for info in _base_first(classes):
+        _collect_attributes(info, classes, imports)
+    return classes
+
+
+def _base_first(classes: dict[str, ClassInfo]) -> list[ClassInfo]:
+    order: list[ClassInfo] = []
+    seen: set[str] = set()
+
+    def visit(name: str, depth: int = 0) -> None:
+        if name in seen or depth > 50:
+            return
+        seen.add(name)
+        for b in classes[name].local_bases:
+            visit(b, depth + 1)
+        order.append(classes[name])
+
+    for name in classes:
+        visit(name)
+    return order
+
+
+def _decorator_name(dec: ast.AST) -> str:
+    if isinstance(dec, ast.Call):
+        dec = dec.func
+    if isinstance(dec, ast.Attribute):
+        return dec.attr
+    if isinstance(dec, ast.Name):
+        return dec.id
+    return ""
+
+
+def _callee_last(node: ast.AST) -> str:
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
+    return ""
+
+
+def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports: ImportMap) -> None:
+    f = info.facts
+    for b in info.local_bases:
+        base = classes[b].facts
+        f.params |= base.params
+        f.buffers |= base.buffers
+        f.submodules |= base.submodules
+        f.functional |= base.functional
+        f.plain |= base.plain
+        for k, v in base.methods.items():
+            f.methods.setdefault(k, v)
+        for k, v in base.submodule_classes.items():
+            f.submodule_classes.setdefault(k, v)
+    module_classes = {n for n, c in classes.items() if c.facts.is_module}
+    for method in info.node.body:
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or not method.args.args:
+            continue
+        self_name = method.args.args[0].arg
+        init_args = {a.arg for a in method.args.args[1:] + method.args.kwonlyargs}
+        for node in ast.walk(method):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                recv = node.func.value
+                if isinstance(recv, ast.Name) and recv.id == self_name and node.args:
+                    first = node.args[0]
+                    if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                        if node.func.attr == "register_buffer":
+                            f.buffers.add(first.value)
+                        elif node.func.attr == "register_parameter":
+                            f.params.add(first.value)
+                        elif node.func.attr in ("add_module", "register_module"):
+                            f.submodules.add(first.value)
+                continue
+            targets: list[ast.AST] = []
+            value = None
+            if isinstance(node, ast.Assign):
+                targets, value = node.targets, node.value
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                targets, value = [node.target], node.value
+            for t in targets:
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == self_name:
+                    _classify(f, t.attr, value, imports, module_classes, init_args, node.lineno)
+
+
+def _classify(f: ClassFacts, attr: str, value: ast.AST, imports: ImportMap, module_classes: set[str], init_args: set[str], line: int) -> None:
+    if isinstance(value, ast.Call):
+        func = value.func
+        qual = imports.qualname(func) or ""
+        last = _callee_last(func)
+        if qual in ("torch.nn.Parameter", "torch.nn.parameter.Parameter") or last == "Parameter":
+            f.params.add(attr)
+            return
+        if qual in ("torch.nn.Buffer", "torch.nn.parameter.Buffer") or last == "Buffer":
+            f.buffers.add(attr)
+            return
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id not in init_args and not qual:
+            return  # self.helper(...), obj.method(...): says nothing about what it returns
+        if isinstance(func, ast.Name) and func.id in module_classes:
+            f.submodules.add(attr)
+            f.submodule_classes.setdefault(attr, (func.id, line))
+            return
+        if qual.startswith("torch.nn.") and last[:1].isupper() and not qual.startswith("torch.nn.functional"):
+            f.submodules.add(attr)
+            return
+        if qual.startswith("torch") or qual.startswith("functools.partial") or last == "partial":
+            f.plain.add(attr)
+            return
+        if last[:1].isupper() or (isinstance(func, ast.Name) and func.id in init_args) or last.startswith(
+            ("build", "make", "create", "get_", "_build", "_make", "_create", "_get")
+        ):
+            f.submodules.add(attr)
+            return
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in init_args:
+            f.submodules.add(attr)  # e.g. norm_layer.build(...) / cfg.model(...)
+            return
+        return
+    if isinstance(value, ast.Lambda):
+        f.functional.add(attr)
+        return
+    if isinstance(value, (ast.Attribute, ast.Name)):
+        qual = imports.qualname(value) or ""
+        if qual.startswith("torch"):
+            f.functional.add(attr)
+            return
+        if isinstance(value, ast.Name) and value.id in init_args and looks_like_module_name(value.id):
+            f.submodules.add(attr)
+            return
+        return
+    if isinstance(value, (ast.Constant, ast.JoinedStr, ast.Dict, ast.Set)):
+        if not (isinstance(value, ast.Constant) and value.value is None):
+            f.plain.add(attr)

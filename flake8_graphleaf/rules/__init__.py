@@ -1,0 +1,46 @@
+"""One module per rule family.  Each rule module lists, next to its checks, the codes
+it reports (``RULES``: code -> one-line summary) and small valid / invalid examples
+(``EXAMPLES``) that the test-suite runs."""
+
+from __future__ import annotations
+
+import ast
+
+from ..findings import Finding
+
+
+def finding(code: str, node: ast.AST, message: str, **extra) -> Finding:
+    return Finding(
+        code=code,
+        line=node.lineno,
+        col=node.col_offset,
+        message=message,
+        end_line=getattr(node, "end_lineno", None),
+        end_col=getattr(node, "end_col_offset", None),
+        **extra,
+    )
+
+
+def origin_text(value) -> str:
+    return "from " + (value.origin or "a computation on the autograd graph")
+
+
+def all_rules() -> dict[str, str]:
+    from . import construction, deepcopy_calls, forward_stores, hooks, legacy_norm
+
+    out: dict[str, str] = {}
+    for mod in (forward_stores, hooks, construction, legacy_norm, deepcopy_calls):
+        out.update(mod.RULES)
+    out["GLF900"] = "the file could not be read or parsed"
+    return dict(sorted(out.items()))
+
+
+def all_examples() -> list[tuple[str, str, list[str]]]:
+    """(rule module, source, expected codes) for every example next to the rules."""
+    from . import construction, deepcopy_calls, forward_stores, hooks, legacy_norm
+
+    out = []
+    for mod in (forward_stores, hooks, construction, legacy_norm, deepcopy_calls):
+        for source, codes in mod.EXAMPLES:
+            out.append((mod.__name__.rsplit(".", 1)[-1], source, codes))
+    return out

@@ -1,0 +1,112 @@
+"""GLF005: a non-leaf tensor stored on a module when it is built (``__init__``, the
+helpers it calls, or a function that patches modules with ``setattr``)."""
+
+from __future__ import annotations
+
+import ast
+
+from ..findings import Finding
+from ..flow import Store, Walker, function_grad_mode
+from ..graph_tensors import GRAPH, MODULE, NOTHING, Evaluator, Value, looks_like_module_name
+from ..imports import ImportMap
+from ..scopes import ClassRunner, self_name
+from . import finding, origin_text
+
+RULES = {"GLF005": "non-leaf tensor stored on a module at construction"}
+
+EXAMPLES = [
+    (
+        """
+import torch.nn as nn
+class Scaled(nn.Linear):
+    def __init__(self, n):
+        super().__init__(n, n)
+        self.w2 = self.weight * 2
+""",
+        ["GLF005"],
+    ),
+    (
+        """
+import torch.nn as nn
+def weight_drop(module, name):
+    w = getattr(module, name)
+    module.register_parameter(name + "_raw", nn.Parameter(w.data))
+    setattr(module, name, w.clone())
+""",
+        ["GLF005"],
+    ),
+    (
+        """
+import torch, torch.nn as nn
+class Scaled(nn.Linear):
+    def __init__(self, n):
+        super().__init__(n, n)
+        with torch.no_grad():
+            self.w2 = self.weight * 2
+        self.w3 = nn.Parameter(self.weight.detach().clone())
+""",
+        [],
+    ),
+]
+
+
+def _message(target: str, value: Value) -> str:
+    return (
+        f"'{target}' is set, while the module is built, to a non-leaf tensor ({origin_text(value)}); "
+        "copy.deepcopy of the module will raise even before training: compute it in forward, "
+        "wrap it in nn.Parameter, or build it under torch.no_grad()"
+    )
+
+
+def _target(store: Store) -> str:
+    if store.kind in ("setattr", "register_buffer") and store.name_node is not None:
+        name = store.name_node
+        if isinstance(name, ast.Constant) and isinstance(name.value, str):
+            return f"{store.text}.{name.value}"
+        return f"{store.text}.<{ast.unparse(name)}>"
+    return store.text
+
+
+def _sink(out: list[Finding], class_name: str | None):
+    def sink(store: Store, func) -> None:
+        if store.value.kind != GRAPH:
+            return
+        on_self = func is not None and store.root == self_name(func)
+        if not on_self and store.root_value.kind != MODULE:
+            return
+        if store.kind == "inplace":
+            return
+        target = _target(store)
+        out.append(
+            finding("GLF005", store.node, _message(target, store.value), class_name=class_name, attribute=target,
+                    data={"kind": store.kind})
+        )
+
+    return sink
+
+
+def check(runner: ClassRunner) -> list[Finding]:
+    out: list[Finding] = []
+    skip = getattr(runner, "forward_reached", set())
+    runner.run_construction(_sink(out, runner.info.node.name), skip)
+    return out
+
+
+def check_functions(tree: ast.Module, imports: ImportMap) -> list[Finding]:
+    """Module-level functions that patch modules (``setattr(module, name, ...)``)."""
+    out: list[Finding] = []
+    for node in tree.body:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if not any(
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "setattr" for n in ast.walk(node)
+        ):
+            continue
+        ev = Evaluator(imports, None, None, set())
+        args = node.args
+        for a in args.posonlyargs + args.args + args.kwonlyargs:
+            ev.env[a.arg] = Value(MODULE, a.arg) if looks_like_module_name(a.arg) else NOTHING
+        ev.grad = function_grad_mode(node, imports)
+        sink = _sink(out, None)
+        Walker(ev, lambda store: sink(store, None)).run(node.body)
+    return out

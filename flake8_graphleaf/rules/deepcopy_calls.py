@@ -1,0 +1,239 @@
+"""GLF201: ``copy.deepcopy`` of a graph tensor (or of a plain container holding one).
+GLF202: ``copy.deepcopy(m)`` / ``AveragedModel(m)`` / timm ``ModelEma*(m)`` where the
+class of ``m`` is defined in this file and has a finding that makes the copy fail."""
+
+from __future__ import annotations
+
+import ast
+
+from ..findings import Finding
+from ..flow import Walker, function_grad_mode
+from ..graph_tensors import ARG, GRAPH, MODULE, NOTHING, Evaluator, Value, looks_like_module_name, short
+from ..imports import ImportMap
+from ..modules import ClassInfo
+from ..scopes import ClassRunner, is_forward_root, self_name
+from . import finding, origin_text
+
+RULES = {
+    "GLF201": "copy.deepcopy of a tensor that is on the autograd graph",
+    "GLF202": "copy.deepcopy (or EMA / SWA wrapper) of a model whose class keeps a graph tensor",
+}
+
+WORDS = ("deepcopy", "AveragedModel", "ModelEma")
+COPIERS = {"copy.deepcopy": "copy.deepcopy", "torch.optim.swa_utils.AveragedModel": "AveragedModel"}
+COPIER_NAMES = ("AveragedModel", "ModelEma", "ModelEmaV2", "ModelEmaV3")
+BREAKING = frozenset({"GLF001", "GLF002", "GLF003", "GLF004", "GLF005", "GLF101", "GLF102"})
+
+EXAMPLES = [
+    (
+        """
+import copy
+def snapshot(model, x):
+    out = model(x)
+    return copy.deepcopy(out)
+""",
+        ["GLF201"],
+    ),
+    (
+        """
+import copy, torch
+def snapshot(model, x):
+    with torch.no_grad():
+        out = model(x)
+    return copy.deepcopy(out)
+""",
+        [],
+    ),
+    (
+        """
+import copy
+import torch.nn as nn
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+    def forward(self, x):
+        self.last = self.lin(x)
+        return self.last
+model = Net()
+ema = copy.deepcopy(model)
+""",
+        ["GLF001", "GLF202"],
+    ),
+]
+
+
+def _copier(node: ast.Call, imports: ImportMap) -> str | None:
+    qual = imports.qualname(node.func)
+    if qual in COPIERS:
+        return COPIERS[qual]
+    last = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id if isinstance(node.func, ast.Name) else ""
+    if last in COPIER_NAMES:
+        return last
+    return None
+
+
+def check(tree: ast.Module, imports: ImportMap, classes: dict[str, ClassInfo], module_classes: set[str], findings: list[Finding]) -> list[Finding]:
+    parents: dict = {}
+    targets: dict[int, tuple[ast.Call, str]] = {}
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            parents[child] = node
+        if isinstance(node, ast.Call) and node.args:
+            kind = _copier(node, imports)
+            if kind is not None:
+                targets[id(node)] = (node, kind)
+    if not targets:
+        return []
+    broken = _broken_classes(classes, findings)
+    out: list[Finding] = []
+    scopes: dict[int, ast.AST] = {}
+    for node, kind in targets.values():
+        scope = _scope(node, parents)
+        scopes.setdefault(id(scope), scope)
+        out += _glf202(node, kind, scope, parents, classes, broken)
+    # GLF201 needs what each argument holds: walk the functions that copy something.
+    for scope in scopes.values():
+        out += _glf201(scope, parents, classes, imports, module_classes, targets)
+    return out
+
+
+def _scope(node, parents):
+    cur = parents.get(node)
+    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+        cur = parents.get(cur)
+    return cur
+
+
+def _class_of(func, parents, classes) -> ClassInfo | None:
+    p = parents.get(func)
+    if isinstance(p, ast.ClassDef):
+        return classes.get(p.name)
+    return None
+
+
+def _glf201(scope, parents, classes, imports, module_classes, targets) -> list[Finding]:
+    out: list[Finding] = []
+    info = _class_of(scope, parents, classes) if not isinstance(scope, ast.Module) else None
+    facts = info.facts if info is not None else None
+    sname = self_name(scope) if info is not None else None
+    ev = Evaluator(imports, facts, sname, module_classes)
+    forward = info is not None and info.facts.is_module and is_forward_root(scope.name, info)
+    if isinstance(scope, ast.Module):
+        body = [s for s in scope.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    else:
+        body = scope.body
+        runner = ClassRunner(info, imports, module_classes) if info is not None else None
+        if runner is not None:
+            params = runner._root_params(scope, forward)
+        else:
+            params = {}
+            for a in scope.args.posonlyargs + scope.args.args + scope.args.kwonlyargs:
+                params[a.arg] = Value(MODULE, a.arg) if looks_like_module_name(a.arg) else NOTHING
+        ev.env.update(params)
+        if sname is not None:
+            ev.env.pop(sname, None)
+        ev.grad = function_grad_mode(scope, imports)
+    seen: set[int] = set()
+
+    def on_call(node, qual, pos, kw, grad):
+        if id(node) not in targets or id(node) in seen or qual != "copy.deepcopy" or not pos:
+            return
+        value = pos[0]
+        if value.kind == GRAPH or (value.kind == ARG and grad and forward):
+            seen.add(id(node))
+            where = "is" if value.kind == GRAPH else "may be"
+            out.append(
+                finding(
+                    "GLF201", node,
+                    f"copy.deepcopy({short(node.args[0])}) copies a tensor that {where} on the autograd graph "
+                    f"({origin_text(value)}) and raises RuntimeError: use .detach().clone()",
+                    attribute=short(node.args[0]),
+                    data={"value_kind": value.kind},
+                )
+            )
+
+    ev.on_call = on_call
+    Walker(ev, lambda store: None).run(body)
+    return out
+
+
+def _broken_classes(classes: dict[str, ClassInfo], findings: list[Finding]) -> dict[str, tuple[str, Finding]]:
+    """class name -> (how, the finding that makes deepcopy fail), through submodules and bases."""
+    broken: dict[str, tuple[str, Finding]] = {}
+    for f in sorted(findings, key=lambda f: f.sort_key):
+        if f.code in BREAKING and f.class_name and f.class_name in classes:
+            broken.setdefault(f.class_name, (f"'{f.class_name}'", f))
+    changed = True
+    while changed:
+        changed = False
+        for name, info in classes.items():
+            if name in broken:
+                continue
+            for b in info.local_bases:
+                if b in broken:
+                    broken[name] = (f"'{name}' (subclass of {broken[b][0]})", broken[b][1])
+                    changed = True
+                    break
+            else:
+                for attr, (cls, _line) in info.facts.submodule_classes.items():
+                    if cls in broken and cls != name:
+                        broken[name] = (f"'{name}' (its self.{attr} is {broken[cls][0]})", broken[cls][1])
+                        changed = True
+                        break
+    return broken
+
+
+def _glf202(node: ast.Call, kind: str, scope, parents, classes, broken) -> list[Finding]:
+    arg = node.args[0]
+    cls = _class_of_value(arg, node, scope, parents, classes)
+    if cls is None or cls not in broken:
+        return []
+    how, cause = broken[cls]
+    what = cause.attribute or cause.code
+    return [
+        finding(
+            "GLF202", node,
+            f"{kind}({short(arg)}) will raise: {how} keeps a non-leaf tensor "
+            f"({cause.code} at line {cause.line}: '{what}'); fix that line, or copy with state_dict()",
+            class_name=cls,
+            data={"cause_line": cause.line, "cause_code": cause.code},
+        )
+    ]
+
+
+def _class_of_value(arg, at: ast.AST, scope, parents, classes) -> str | None:
+    if isinstance(arg, ast.Call) and isinstance(arg.func, ast.Name) and arg.func.id in classes:
+        return arg.func.id
+    if isinstance(arg, ast.Name):
+        if not isinstance(scope, ast.Module) and self_name(scope) == arg.id:
+            info = _class_of(scope, parents, classes)
+            return info.node.name if info is not None else None
+        best = None
+        for body in (scope, _module(scope, parents)):
+            if body is None:
+                continue
+            for n in ast.walk(body):
+                if isinstance(n, ast.Assign) and n.lineno <= at.lineno and isinstance(n.value, ast.Call):
+                    f = n.value.func
+                    if isinstance(f, ast.Name) and f.id in classes and any(
+                        isinstance(t, ast.Name) and t.id == arg.id for t in n.targets
+                    ):
+                        if best is None or n.lineno > best.lineno:
+                            best = n
+            if best is not None:
+                return best.value.func.id
+        return None
+    if isinstance(arg, ast.Attribute) and isinstance(arg.value, ast.Name) and not isinstance(scope, ast.Module):
+        if self_name(scope) == arg.value.id:
+            info = _class_of(scope, parents, classes)
+            if info is not None and arg.attr in info.facts.submodule_classes:
+                return info.facts.submodule_classes[arg.attr][0]
+    return None
+
+
+def _module(node, parents):
+    cur = node
+    while cur is not None and not isinstance(cur, ast.Module):
+        cur = parents.get(cur)
+    return cur

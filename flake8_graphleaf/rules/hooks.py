@@ -1,0 +1,264 @@
+"""GLF003: a forward hook that stores a graph tensor where ``copy.deepcopy`` reaches it.
+
+``deepcopy(model)`` copies the hook dicts of every submodule.  A plain function or a
+lambda is copied as is (its closure is not walked), but a bound method drags in its
+``__self__`` and a callable object is copied whole.  So a hook's store is a finding
+when it lands on the hooked module, on the hook's own object (bound method or
+callable object), or on a module whose method defined the closure.  Backward hooks
+get gradients, which are leaves: they are not checked.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ..findings import Finding
+from ..flow import Store, Walker
+from ..graph_tensors import ARG, GRAPH, MODULE, NOTHING, Evaluator, Value
+from ..imports import ImportMap
+from ..modules import ClassInfo
+from . import finding, origin_text
+
+RULES = {"GLF003": "forward hook stores a graph tensor where deepcopy of the model reaches it"}
+
+EXAMPLES = [
+    (
+        """
+import torch.nn as nn
+class Saver:
+    def __init__(self, layer):
+        layer.register_forward_hook(self.hook)
+    def hook(self, module, inputs, output):
+        self.hidden = output
+""",
+        ["GLF003"],
+    ),
+    (
+        """
+import torch.nn as nn
+def attach(model):
+    activations = {}
+    def hook(module, inputs, output):
+        activations["x"] = output
+    model.layer.register_forward_hook(hook)
+    return activations
+""",
+        [],
+    ),
+    (
+        """
+import torch.nn as nn
+class Saver:
+    def __init__(self, layer):
+        layer.register_full_backward_hook(self.hook)
+    def hook(self, module, grad_input, grad_output):
+        self.grad = grad_output[0]
+""",
+        [],
+    ),
+]
+
+FORWARD = {"register_forward_hook": "forward", "register_forward_pre_hook": "pre",
+           "register_module_forward_hook": "forward", "register_module_forward_pre_hook": "pre"}
+
+
+class _Hook:
+    def __init__(self, func, bound: bool, owner: ClassInfo | None, skip: int, self_name: str | None):
+        self.func = func  # FunctionDef or Lambda
+        self.bound = bound
+        self.owner = owner
+        self.skip = skip  # leading parameters bound by functools.partial
+        self.self_name = self_name
+
+
+def check(tree: ast.AST, imports: ImportMap, classes: dict[str, ClassInfo], module_classes: set[str]) -> list[Finding]:
+    calls = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name in FORWARD:
+                calls.append((node, FORWARD[name]))
+    if not calls:
+        return []
+    parents = _parents(tree)
+    out: list[Finding] = []
+    for call, kind in calls:
+        hook_expr = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "hook"), None)
+        if hook_expr is None:
+            continue
+        with_kwargs = any(k.arg == "with_kwargs" and not (isinstance(k.value, ast.Constant) and not k.value.value) for k in call.keywords)
+        scope, cls = _enclosing(call, parents, classes)
+        hook = _resolve(hook_expr, scope, cls, tree, classes, parents, 0)
+        if hook is None:
+            continue
+        out += _check_hook(hook, kind, with_kwargs, imports, module_classes, call)
+    return out
+
+
+def _parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
+    parents = {}
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            parents[child] = node
+    return parents
+
+
+def _enclosing(node, parents, classes):
+    scope = None
+    cls = None
+    cur = parents.get(node)
+    while cur is not None:
+        if scope is None and isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            scope = cur
+        if isinstance(cur, ast.ClassDef):
+            cls = classes.get(cur.name)
+            break
+        cur = parents.get(cur)
+    return scope, cls
+
+
+def _method_self(func) -> str | None:
+    params = func.args.posonlyargs + func.args.args
+    return params[0].arg if params else None
+
+
+def _find_def(name: str, scope, tree) -> ast.FunctionDef | None:
+    for body in ([scope] if scope is not None else []) + [tree]:
+        for n in ast.walk(body) if body is scope else body.body:
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name and n is not scope:
+                return n
+    return None
+
+
+def _assigned(name: str, scope, tree, before: int):
+    best = None
+    for body in ([scope] if scope is not None else []) + [tree]:
+        nodes = ast.walk(body) if body is scope else body.body
+        for n in nodes:
+            if isinstance(n, ast.Assign) and n.lineno <= before and any(
+                isinstance(t, ast.Name) and t.id == name for t in n.targets
+            ):
+                if best is None or n.lineno > best.lineno:
+                    best = n
+        if best is not None:
+            return best.value
+    return None
+
+
+def _resolve(expr, scope, cls: ClassInfo | None, tree, classes, parents, skip: int, depth: int = 0) -> _Hook | None:
+    if depth > 5:
+        return None
+    self_name = _method_self(scope) if scope is not None and cls is not None and scope.args.args else None
+    if isinstance(expr, ast.Lambda):
+        return _Hook(expr, False, cls, skip, self_name)
+    if isinstance(expr, ast.Call):
+        callee = expr.func
+        last = callee.attr if isinstance(callee, ast.Attribute) else callee.id if isinstance(callee, ast.Name) else ""
+        if last == "partial" and expr.args:
+            return _resolve(expr.args[0], scope, cls, tree, classes, parents, skip + len(expr.args) - 1, depth + 1)
+        if isinstance(callee, ast.Name) and callee.id in classes:
+            target = classes[callee.id]
+            call = target.facts.methods.get("__call__")
+            return _Hook(call, True, target, skip, _method_self(call)) if call is not None else None
+        # A factory: the hook is the nested function it returns.
+        factory = None
+        owner = None
+        if isinstance(callee, ast.Attribute) and self_name and isinstance(callee.value, ast.Name) and callee.value.id == self_name:
+            factory = cls.facts.methods.get(callee.attr) if cls else None
+            owner = cls
+        elif isinstance(callee, ast.Name):
+            factory = _find_def(callee.id, scope, tree)
+        if factory is None:
+            return None
+        for ret in ast.walk(factory):
+            if isinstance(ret, ast.Return) and ret.value is not None:
+                if isinstance(ret.value, ast.Lambda):
+                    return _Hook(ret.value, False, owner, skip, _method_self(factory) if owner else None)
+                if isinstance(ret.value, ast.Name):
+                    inner = _find_def(ret.value.id, factory, tree)
+                    if inner is not None:
+                        return _Hook(inner, False, owner, skip, _method_self(factory) if owner else None)
+        return None
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
+        if self_name and expr.value.id == self_name and cls is not None:
+            meth = cls.facts.methods.get(expr.attr)
+            if meth is not None:
+                return _Hook(meth, True, cls, skip, _method_self(meth))
+            return None
+        value = _assigned(expr.value.id, scope, tree, expr.lineno)
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in classes:
+            target = classes[value.func.id]
+            meth = target.facts.methods.get(expr.attr)
+            if meth is not None:
+                return _Hook(meth, True, target, skip, _method_self(meth))
+        return None
+    if isinstance(expr, ast.Name):
+        inner = _find_def(expr.id, scope, tree)
+        if inner is not None:
+            return _Hook(inner, False, cls, skip, self_name)
+        value = _assigned(expr.id, scope, tree, expr.lineno)
+        if value is not None:
+            return _resolve(value, scope, cls, tree, classes, parents, skip, depth + 1)
+    return None
+
+
+def _check_hook(hook: _Hook, kind: str, with_kwargs: bool, imports, module_classes, call) -> list[Finding]:
+    func = hook.func
+    args = func.args
+    params = [a.arg for a in args.posonlyargs + args.args]
+    if hook.bound:
+        params = params[1:]
+    params = params[hook.skip:]
+    env: dict[str, Value] = {}
+    module_param = params[0] if params else None
+    if module_param:
+        env[module_param] = Value(MODULE, "the hooked module")
+    rest = params[1:]
+    for i, p in enumerate(rest):
+        last = i == len(rest) - 1
+        if kind == "forward" and last:
+            env[p] = Value(GRAPH, "output of the hooked module")
+        else:
+            env[p] = Value(ARG, "input of the hooked module")
+    if args.vararg is not None:
+        env[args.vararg.arg] = Value(GRAPH if kind == "forward" else ARG, "arguments of the hook")
+    facts = hook.owner.facts if hook.owner is not None else None
+    owner_is_module = facts is not None and facts.is_module
+    self_name = hook.self_name if (hook.bound or owner_is_module) else None
+    if self_name is not None and hook.bound:
+        self_name = _method_self(func)
+    ev = Evaluator(imports, facts, self_name, module_classes)
+    ev.env.update(env)
+    out: list[Finding] = []
+    name = getattr(func, "name", "lambda")
+
+    def sink(store: Store) -> None:
+        if store.value.kind not in (GRAPH, ARG):
+            return
+        on_self = self_name is not None and store.root == self_name
+        on_module = store.root == module_param or (store.root_value.kind == MODULE and store.root not in env)
+        if not (on_self or on_module):
+            return
+        if store.kind == "inplace":
+            return
+        target = store.text
+        if store.kind in ("setattr", "register_buffer") and isinstance(store.name_node, ast.Constant):
+            target = f"{store.text}.{store.name_node.value}"
+        how = "the hook's own object (deepcopy copies a bound method's __self__)" if on_self and hook.bound else (
+            "the module that owns the closure" if on_self else "the hooked module")
+        where = "is" if store.value.kind == GRAPH else "may be"
+        out.append(
+            finding(
+                "GLF003", store.node,
+                f"{kind} hook '{name}' stores a tensor that {where} on the autograd graph ({origin_text(store.value)}) "
+                f"on '{target}', part of {how}; copy.deepcopy(model) will raise after forward: store .detach()",
+                class_name=hook.owner.node.name if hook.owner is not None else None,
+                attribute=target,
+                data={"kind": store.kind, "registered_at": call.lineno},
+            )
+        )
+
+    body = func.body if isinstance(func.body, list) else [ast.Expr(value=func.body, lineno=func.body.lineno, col_offset=func.body.col_offset)]
+    Walker(ev, sink).run(body)
+    return out

@@ -1,0 +1,158 @@
+"""GLF101, GLF102: legacy ``torch.nn.utils.weight_norm`` / ``spectral_norm``.
+
+The legacy functions keep the weight as a plain attribute recomputed by a forward
+pre-hook.  Legacy weight_norm sets that non-leaf weight as soon as it is applied, so
+``copy.deepcopy`` of the module raises even before training; legacy spectral_norm
+sets one at every training-mode forward.  The ``torch.nn.utils.parametrizations``
+versions (same names) do not have the problem.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ..findings import Finding
+from ..imports import ImportMap
+from ..modules import ClassInfo
+from . import finding
+
+RULES = {
+    "GLF101": "legacy torch.nn.utils.weight_norm / remove_weight_norm",
+    "GLF102": "legacy torch.nn.utils.spectral_norm / remove_spectral_norm",
+}
+
+EXAMPLES = [
+    (
+        """
+import torch.nn as nn
+conv = nn.utils.weight_norm(nn.Conv1d(4, 4, 3))
+""",
+        ["GLF101"],
+    ),
+    (
+        """
+from torch.nn.utils.parametrizations import weight_norm, spectral_norm
+conv = weight_norm(spectral_norm(nn.Conv1d(4, 4, 3)))
+""",
+        [],
+    ),
+    (
+        """
+import torch.nn as nn
+weight_norm = nn.utils.weight_norm
+if hasattr(nn.utils.parametrizations, "weight_norm"):
+    weight_norm = nn.utils.parametrizations.weight_norm
+""",
+        [],
+    ),
+]
+
+LEGACY = {
+    "torch.nn.utils.weight_norm": ("GLF101", "weight_norm", "torch.nn.utils.parametrizations.weight_norm"),
+    "torch.nn.utils.weight_norm.weight_norm": ("GLF101", "weight_norm", "torch.nn.utils.parametrizations.weight_norm"),
+    "torch.nn.utils.remove_weight_norm": ("GLF101", "remove_weight_norm", "torch.nn.utils.parametrize.remove_parametrizations"),
+    "torch.nn.utils.weight_norm.remove_weight_norm": ("GLF101", "remove_weight_norm", "torch.nn.utils.parametrize.remove_parametrizations"),
+    "torch.nn.utils.weight_norm.WeightNorm": ("GLF101", "WeightNorm", "torch.nn.utils.parametrizations.weight_norm"),
+    "torch.nn.utils.spectral_norm": ("GLF102", "spectral_norm", "torch.nn.utils.parametrizations.spectral_norm"),
+    "torch.nn.utils.spectral_norm.spectral_norm": ("GLF102", "spectral_norm", "torch.nn.utils.parametrizations.spectral_norm"),
+    "torch.nn.utils.remove_spectral_norm": ("GLF102", "remove_spectral_norm", "torch.nn.utils.parametrize.remove_parametrizations"),
+    "torch.nn.utils.spectral_norm.remove_spectral_norm": ("GLF102", "remove_spectral_norm", "torch.nn.utils.parametrize.remove_parametrizations"),
+    "torch.nn.utils.spectral_norm.SpectralNorm": ("GLF102", "SpectralNorm", "torch.nn.utils.parametrizations.spectral_norm"),
+}
+
+_WHEN = {
+    "GLF101": "sets the weight as a non-leaf tensor as soon as it is applied, so copy.deepcopy of the module raises",
+    "GLF102": "sets the weight as a non-leaf tensor at every training-mode forward, so copy.deepcopy of the model raises after one",
+}
+
+
+def check(tree: ast.AST, imports: ImportMap, classes: dict[str, ClassInfo]) -> list[Finding]:
+    hits = []
+    inner: set[int] = set()
+    for node in ast.walk(tree):
+        if id(node) in inner or not isinstance(node, (ast.Attribute, ast.Name)):
+            continue
+        if not isinstance(getattr(node, "ctx", None), ast.Load):
+            continue
+        qual = imports.qualname(node)
+        if qual in LEGACY:
+            hits.append((node, LEGACY[qual]))
+            sub = node
+            while isinstance(sub, ast.Attribute):
+                sub = sub.value
+                inner.add(id(sub))
+    if not hits:
+        return []
+    parents = {}
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            parents[child] = node
+    out = []
+    for node, (code, name, new) in hits:
+        if _is_fallback(node, parents, imports):
+            continue
+        cls = _enclosing_class(node, parents)
+        removal = name.startswith("remove_")
+        if removal:
+            message = (
+                f"legacy torch.nn.utils.{name}: it undoes the legacy {name[7:]}, which keeps a non-leaf weight that "
+                f"breaks copy.deepcopy; move to the parametrizations API and use {new}(module, 'weight')"
+            )
+        else:
+            message = f"legacy torch.nn.utils.{name} {_WHEN[code]}: use {new}"
+        out.append(finding(code, node, message, class_name=cls, attribute=name, data={"new": new, "qual": imports.qualname(node)}))
+    return out
+
+
+def _enclosing_class(node, parents) -> str | None:
+    cur = parents.get(node)
+    while cur is not None:
+        if isinstance(cur, ast.ClassDef):
+            return cur.name
+        cur = parents.get(cur)
+    return None
+
+
+def _mentions_new_api(test: ast.AST, imports: ImportMap) -> bool:
+    for n in ast.walk(test):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("hasattr", "getattr") and n.args:
+            q = imports.qualname(n.args[0]) or ast.unparse(n.args[0])
+            if q.endswith("parametrizations"):
+                return True
+        if isinstance(n, ast.Attribute) and n.attr == "parametrizations":
+            return True
+    return False
+
+
+def _is_fallback(node, parents, imports: ImportMap) -> bool:
+    """True where the legacy name is only used when the parametrizations API is missing."""
+    child, cur = node, parents.get(node)
+    while cur is not None:
+        if isinstance(cur, ast.Call) and isinstance(cur.func, ast.Name) and cur.func.id == "getattr":
+            if len(cur.args) >= 3 and child is cur.args[2] and _mentions_new_api(cur.args[0], imports):
+                return True
+        if isinstance(cur, (ast.If, ast.IfExp)) and _mentions_new_api(cur.test, imports):
+            negated = isinstance(cur.test, ast.UnaryOp) and isinstance(cur.test.op, ast.Not)
+            branch = cur.body if not negated else cur.orelse
+            in_branch = child in branch if isinstance(branch, list) else child is branch
+            if not in_branch and child is not cur.test:
+                return True
+        if isinstance(cur, ast.Assign) and child is cur.value:
+            # `wn = nn.utils.weight_norm` followed by `if hasattr(...parametrizations...): wn = ...`
+            names = {t.id for t in cur.targets if isinstance(t, ast.Name)}
+            block = parents.get(cur)
+            body = None
+            for field in ("body", "orelse", "finalbody"):
+                seq = getattr(block, field, None)
+                if isinstance(seq, list) and cur in seq:
+                    body = seq
+            if body is not None and names:
+                for later in body[body.index(cur) + 1:]:
+                    if isinstance(later, ast.If) and _mentions_new_api(later.test, imports):
+                        for s in ast.walk(later):
+                            if isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id in names for t in s.targets):
+                                return True
+        if isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module)):
+            return False
+        child, cur = cur, parents.get(cur)
+    return False

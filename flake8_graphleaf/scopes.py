@@ -1,0 +1,159 @@
+"""Runs the methods of one class, following ``self.method(...)`` calls with the values
+actually passed, so that helpers reached from ``forward`` (or from ``__init__``) are
+judged in the grad mode and with the arguments they really get."""
+
+from __future__ import annotations
+
+import ast
+from typing import Callable
+
+from .flow import Store, Walker, function_grad_mode
+from .graph_tensors import ARG, MODULE, NOTHING, Evaluator, Value, argument_value, join, looks_like_module_name
+from .imports import ImportMap
+from .modules import ClassInfo
+
+StoreSink = Callable[[Store, ast.FunctionDef], None]
+
+# Methods through which training runs a module with grad on.
+ROOT_METHODS = ("forward", "__call__", "training_step")
+
+
+def is_forward_root(name: str, info: ClassInfo) -> bool:
+    if name in ("forward", "__call__") or name.startswith("forward_"):
+        return True
+    return name == "training_step" or (info.is_lightning and name in ("training_step", "shared_step"))
+
+
+def _decorators(func: ast.FunctionDef) -> set[str]:
+    out = set()
+    for d in func.decorator_list:
+        if isinstance(d, ast.Call):
+            d = d.func
+        if isinstance(d, ast.Attribute):
+            out.add(d.attr)
+        elif isinstance(d, ast.Name):
+            out.add(d.id)
+    return out
+
+
+def self_name(func: ast.FunctionDef) -> str | None:
+    decs = _decorators(func)
+    if "staticmethod" in decs:
+        return None
+    params = func.args.posonlyargs + func.args.args
+    return params[0].arg if params else None
+
+
+class ClassRunner:
+    def __init__(self, info: ClassInfo, imports: ImportMap, module_classes: set[str]):
+        self.info = info
+        self.imports = imports
+        self.module_classes = module_classes
+        self._sink: StoreSink | None = None
+        self._memo: dict = {}
+        self._active: set = set()
+        self.reached: set[str] = set()
+        self.on_call: Callable | None = None
+
+    # -- public -------------------------------------------------------------------
+    def run_forward(self, sink: StoreSink) -> set[str]:
+        """Run every forward-like root; returns the names of the methods reached."""
+        return self._run_roots([n for n in self.info.facts.methods if is_forward_root(n, self.info)], sink, forward=True)
+
+    def run_construction(self, sink: StoreSink, skip: set[str]) -> set[str]:
+        roots = [n for n in ("__init__",) if n in self.info.facts.methods and n not in skip]
+        return self._run_roots(roots, sink, forward=False, skip=skip)
+
+    # -- machinery ----------------------------------------------------------------
+    def _run_roots(self, roots: list[str], sink: StoreSink, forward: bool, skip: set[str] = frozenset()) -> set[str]:
+        self._sink, self._memo, self._active, self.reached = sink, {}, set(), set()
+        self._skip = skip
+        for name in roots:
+            func = self.info.facts.methods[name]
+            params = self._root_params(func, forward)
+            self._run(func, params, True)
+        return set(self.reached)
+
+    def _root_params(self, func: ast.FunctionDef, forward: bool) -> dict[str, Value]:
+        args = func.args
+        positional = args.posonlyargs + args.args
+        if self_name(func) is not None:
+            positional = positional[1:]
+        defaults: list = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+        params: dict[str, Value] = {}
+        grad = function_grad_mode(func, self.imports)
+        for a, d in zip(positional, defaults):
+            params[a.arg] = self._root_arg(a, d, forward and grad)
+        for a, d in zip(args.kwonlyargs, args.kw_defaults):
+            params[a.arg] = self._root_arg(a, d, forward and grad)
+        if args.vararg is not None:
+            params[args.vararg.arg] = Value(ARG, f"argument '*{args.vararg.arg}'") if forward and grad else NOTHING
+        if args.kwarg is not None:
+            params[args.kwarg.arg] = NOTHING
+        return params
+
+    def _root_arg(self, a: ast.arg, default, forward: bool) -> Value:
+        if forward:
+            return argument_value(a, default)
+        if looks_like_module_name(a.arg):
+            return Value(MODULE, a.arg)
+        return NOTHING
+
+    def _run(self, func: ast.FunctionDef, params: dict[str, Value], grad: bool) -> Value:
+        self.reached.add(func.name)
+        ev = Evaluator(self.imports, self.info.facts, self_name(func), self.module_classes, on_method=self._call_method)
+        ev.on_call = self.on_call
+        ev.env.update(params)
+        ev.grad = function_grad_mode(func, self.imports) if grad else _explicit_enable(func, self.imports)
+        sink = self._sink
+        walker = Walker(ev, lambda store: sink(store, func))
+        return walker.run(func.body)
+
+    def _call_method(self, name: str, pos: list[Value], kw: dict[str, Value], grad: bool) -> Value | None:
+        func = self.info.facts.methods.get(name)
+        if func is None or name in self._skip:
+            return None
+        key = (name, tuple(v.kind for v in pos), tuple(sorted((k, v.kind) for k, v in kw.items())), grad)
+        if key in self._memo:
+            return self._memo[key]
+        if key in self._active or len(self._active) > 20:
+            return None
+        self._active.add(key)
+        try:
+            params = _bind(func, pos, kw)
+            result = self._run(func, params, grad)
+        finally:
+            self._active.discard(key)
+        self._memo[key] = result
+        return result
+
+
+def _explicit_enable(func: ast.FunctionDef, imports: ImportMap) -> bool:
+    """Called under no_grad: only an ``@torch.enable_grad()`` turns grad back on."""
+    for d in func.decorator_list:
+        call = d.func if isinstance(d, ast.Call) else d
+        q = imports.qualname(call) or ""
+        if q.endswith("enable_grad"):
+            return True
+    return False
+
+
+def _bind(func: ast.FunctionDef, pos: list[Value], kw: dict[str, Value]) -> dict[str, Value]:
+    args = func.args
+    positional = args.posonlyargs + args.args
+    if self_name(func) is not None:
+        positional = positional[1:]
+    params: dict[str, Value] = {}
+    for i, a in enumerate(positional):
+        if i < len(pos):
+            params[a.arg] = pos[i]
+        else:
+            params[a.arg] = kw.get(a.arg, NOTHING)
+    for a in args.kwonlyargs:
+        params[a.arg] = kw.get(a.arg, NOTHING)
+    if args.vararg is not None:
+        params[args.vararg.arg] = join(*pos[len(positional):]) if len(pos) > len(positional) else NOTHING
+    if args.kwarg is not None:
+        named = {a.arg for a in positional + args.kwonlyargs}
+        params[args.kwarg.arg] = join(*[v for k, v in kw.items() if k not in named])
+    return params
