@@ -85,6 +85,8 @@ NON_DIFF_ATTRS = frozenset(
 )
 # Methods that read a container without computing: they keep what it holds.
 CONTAINER_READS = frozenset("get pop popitem popleft values items copy __getitem__ setdefault".split())
+# Tensor methods whose tensor arguments give only a dtype, device or shape.
+SHAPE_ONLY_ARGS = frozenset("type_as expand_as view_as reshape_as new_empty new_zeros new_ones".split())
 INT_DTYPES = frozenset(
     """long int64 int int32 int16 short int8 uint8 uint16 uint32 uint64 bool""".split()
 )
@@ -108,9 +110,8 @@ NON_DIFF_QUALNAMES = frozenset(
         "torch.autograd.grad",
     }
 )
-PARAMETER_CTORS = frozenset(
-    {"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.parameter.Buffer", "torch.nn.Buffer"}
-)
+PARAMETER_CTORS = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+BUFFER_CTORS = frozenset({"torch.nn.parameter.Buffer", "torch.nn.Buffer"})
 PARAMETER_NAMES = frozenset({"Parameter"})
 
 # Builtins whose result carries no autograd history.
@@ -152,14 +153,25 @@ _MODEL_NAME_RE = re.compile(
 )
 
 
+_NOT_MODEL_SUFFIX_RE = re.compile(
+    r"(cls|class|classes|fn|func|factory|type|types|builder|name|names|kwargs|args|cfg|config|path|dir|"
+    r"file|id|ids|idx|list|dict|map|info|kw|str|key|keys|output|outputs|input|inputs|state|states|dim|size)$",
+    re.IGNORECASE,
+)
+
+
 def looks_like_module_name(name: str) -> bool:
-    return bool(_MODEL_NAME_RE.search(name))
+    if name.startswith(("num_", "n_", "use_", "is_", "has_", "max_", "min_")):
+        return False
+    return bool(_MODEL_NAME_RE.search(name)) and not _NOT_MODEL_SUFFIX_RE.search(name)
 
 
 # Forward arguments that are not differentiable tensors by convention.
 _NON_TENSOR_ARG_RE = re.compile(
     r"(^|_)(mask|masks|ids|idx|index|indices|labels?|targets?|lengths?|lens?|len|shape|size|"
-    r"sizes|step|steps|epoch|training|mode|kwargs|config|cfg|dim|axis|num|n)($|_)|"
+    r"sizes|step|steps|epoch|training|mode|kwargs|config|cfg|dim|axis|num|n|grid|thw|ts|"
+    r"positions?|pos|cache|caches|past|seqlens?|token_type|bits|min|max|eps|"
+    r"timesteps?|count|counts|width|height|offset|offsets)($|_)|"
     r"^(return|output|use|is|has|do|need|with|train)_"
 )
 
@@ -247,16 +259,16 @@ class Evaluator:
         self.self_attrs: dict[str, Value] = {}  # self.X assigned earlier in this body
         self.containers: set[str] = set()  # local names bound to list / dict / tuple displays
         self.grad = True
+        self.building = False  # construction: calling a module-like name builds a module
 
     # -- helpers ------------------------------------------------------------------
     def computed(self, origin: Value, *operands: Value) -> Value:
         """Result of a differentiable computation on ``operands``."""
         best = join(origin, *operands)
-        if not self.grad or best.kind < MODULE:
+        if not self.grad or best.kind < LEAF:
             return NOTHING
-        if best.kind == ARG and origin.kind != GRAPH:
-            # An operation on an argument: a graph tensor whenever the argument is one.
-            return Value(GRAPH, best.origin)
+        # An operation on a parameter, on a graph tensor, or on an argument (a graph
+        # tensor whenever the caller passes one): the result carries a grad_fn.
         return Value(GRAPH, best.origin)
 
     def is_self(self, node: ast.AST) -> bool:
@@ -429,7 +441,9 @@ class Evaluator:
         if isinstance(func, ast.Attribute):
             return self._method_call(node, func, pos, kw, everything)
         callee = self.eval(func)
-        if callee.kind == MODULE:
+        if callee.kind == MODULE and self.building:
+            return callee
+        if callee.kind in (MODULE, LEAF):
             return Value(GRAPH, f"{short(func)}(...)") if self.grad else NOTHING
         return everything if self.grad else _containers_only(everything)
 
@@ -437,6 +451,8 @@ class Evaluator:
         name = qual.rsplit(".", 1)[-1]
         if qual in PARAMETER_CTORS:
             return Value(LEAF, "nn.Parameter(...)")
+        if qual in BUFFER_CTORS:
+            return NOTHING
         if qual in NON_DIFF_QUALNAMES or qual.startswith("copy."):
             return NOTHING
         if qual.startswith(("torch.cuda.", "torch.distributed.", "torch.backends.", "torch.jit.")):
@@ -463,7 +479,9 @@ class Evaluator:
             return self._self_call(node, "forward", pos, kw, everything)
         local = self.env.get(name)
         if local is not None:
-            if local.kind == MODULE or local.kind == GRAPH:
+            if local.kind == MODULE and self.building:
+                return local  # a module class or factory called while building
+            if local.kind in (MODULE, LEAF, GRAPH):
                 return Value(GRAPH, f"{name}(...)") if self.grad else NOTHING
             return everything if self.grad else _containers_only(everything)
         if name in NON_DIFF_BUILTINS:
@@ -476,9 +494,13 @@ class Evaluator:
                 lit = node.args[1]
                 if isinstance(lit, ast.Constant) and isinstance(lit.value, str):
                     return self.self_attr(lit.value)
-                return Value(MODULE, short(node)) if self.facts and self.facts.is_module else NOTHING
+                return Value(LEAF, short(node)) if self.facts and self.facts.is_module else NOTHING
             if target.kind == MODULE:
-                return Value(MODULE, short(node))
+                lit = node.args[1] if len(node.args) > 1 else None
+                if isinstance(lit, ast.Constant) and isinstance(lit.value, str) and not looks_like_parameter(lit.value):
+                    return Value(MODULE, short(node))
+                # a submodule or a parameter: calling it or computing with it both give a graph tensor
+                return Value(LEAF, short(node))
             return target
         if name in PASSING_BUILTINS:
             if name in ("list", "tuple", "dict", "set", "frozenset", "sorted", "reversed", "enumerate", "zip", "iter", "next", "map", "filter"):
@@ -503,6 +525,8 @@ class Evaluator:
         if self.is_self(recv_node):
             return self._self_call(node, meth, pos, kw, everything)
         recv = self.eval(recv_node)
+        if meth in NON_DIFF_METHODS and meth not in MODULE_API_MODULES:
+            return NOTHING
         if recv.kind == MODULE:
             if meth in MODULE_API_LEAVES:
                 return Value(LEAF, f"{short(func)}()")
@@ -512,13 +536,17 @@ class Evaluator:
                 return NOTHING
             if looks_like_parameter(meth):
                 return NOTHING
-            return Value(GRAPH, f"{short(func)}(...)") if self.grad else NOTHING
+            if everything.kind >= LEAF or (recv.origin.startswith("self.") and not self.building and node.args):
+                return Value(GRAPH, f"{short(func)}(...)") if self.grad else NOTHING
+            return recv  # model.get_input_embeddings(), model.module ...: another module
         if isinstance(recv_node, (ast.Constant, ast.JoinedStr)):
             return NOTHING
         if meth in CONTAINER_READS and recv.kind != LEAF:
             return recv
         if meth in NON_DIFF_METHODS:
             return NOTHING
+        if meth in SHAPE_ONLY_ARGS:
+            return self.computed(recv)  # the argument gives only a dtype, device or shape
         if meth in ("to", "type") and (
             any(int_dtype(a) for a in node.args) or any(k.arg == "dtype" and int_dtype(k.value) for k in node.keywords)
         ):
@@ -552,7 +580,7 @@ class Evaluator:
             return NOTHING
         if facts is not None and (meth in facts.functional or meth in facts.plain):
             return self.computed(NOTHING, everything)
-        if facts is not None and (meth in facts.submodules or meth in self.self_attrs):
+        if facts is not None and (meth in facts.submodules or self.self_attrs.get(meth, NOTHING).kind == MODULE):
             return Value(GRAPH, f"self.{meth}(...)") if self.grad else NOTHING
         if meth in ("forward", "__call__") and facts is not None and facts.is_module:
             return Value(GRAPH, "self(...)") if self.grad else NOTHING

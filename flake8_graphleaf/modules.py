@@ -16,6 +16,11 @@ _NOT_MODULE_BASES = frozenset(
     dict list tuple set str int float type Function InplaceFunction Dataset IterableDataset
     Sampler Optimizer LRScheduler _LRScheduler Callback Thread""".split()
 )
+_STDLIB = frozenset(
+    """collections typing threading dataclasses weakref types enum queue contextlib functools itertools
+    logging pathlib abc re os sys time datetime random math numpy np""".split()
+)
+_STDLIB_CLASSES = frozenset("OrderedDict defaultdict deque Counter ChainMap SimpleNamespace Lock RLock Event".split())
 _AUTOGRAD_FUNCTION = ("torch.autograd.Function", "torch.autograd.function.Function")
 
 
@@ -203,7 +208,7 @@ def _classify(f: ClassFacts, attr: str, value: ast.AST, imports: ImportMap, modu
         if qual.startswith("torch.nn.") and last[:1].isupper() and not qual.startswith("torch.nn.functional"):
             f.submodules.add(attr)
             return
-        if qual.startswith("torch") or qual.startswith("functools.partial") or last == "partial":
+        if qual.startswith("torch") or last == "partial" or qual.split(".")[0] in _STDLIB or last in _STDLIB_CLASSES:
             f.plain.add(attr)
             return
         if last[:1].isupper() or (isinstance(func, ast.Name) and func.id in init_args) or last.startswith(

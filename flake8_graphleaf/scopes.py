@@ -54,6 +54,8 @@ class ClassRunner:
         self._active: set = set()
         self.reached: set[str] = set()
         self.on_call: Callable | None = None
+        self._building = False
+        self._skip: set[str] = set()
 
     # -- public -------------------------------------------------------------------
     def run_forward(self, sink: StoreSink) -> set[str]:
@@ -68,6 +70,7 @@ class ClassRunner:
     def _run_roots(self, roots: list[str], sink: StoreSink, forward: bool, skip: set[str] = frozenset()) -> set[str]:
         self._sink, self._memo, self._active, self.reached = sink, {}, set(), set()
         self._skip = skip
+        self._building = not forward
         for name in roots:
             func = self.info.facts.methods[name]
             params = self._root_params(func, forward)
@@ -103,6 +106,7 @@ class ClassRunner:
         self.reached.add(func.name)
         ev = Evaluator(self.imports, self.info.facts, self_name(func), self.module_classes, on_method=self._call_method)
         ev.on_call = self.on_call
+        ev.building = self._building
         ev.env.update(params)
         ev.grad = function_grad_mode(func, self.imports) if grad else _explicit_enable(func, self.imports)
         sink = self._sink

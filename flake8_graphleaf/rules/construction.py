@@ -7,7 +7,7 @@ import ast
 
 from ..findings import Finding
 from ..flow import Store, Walker, function_grad_mode
-from ..graph_tensors import GRAPH, MODULE, NOTHING, Evaluator, Value, looks_like_module_name
+from ..graph_tensors import GRAPH, MODULE, NOTHING, Evaluator, Value, looks_like_module_name, looks_like_parameter
 from ..imports import ImportMap
 from ..scopes import ClassRunner, self_name
 from . import finding, origin_text
@@ -30,6 +30,7 @@ class Scaled(nn.Linear):
 import torch.nn as nn
 def weight_drop(module, name):
     w = getattr(module, name)
+    del module._parameters[name]
     module.register_parameter(name + "_raw", nn.Parameter(w.data))
     setattr(module, name, w.clone())
 """,
@@ -67,15 +68,38 @@ def _target(store: Store) -> str:
     return store.text
 
 
-def _sink(out: list[Finding], class_name: str | None):
+def removes_parameter(scope) -> bool:
+    """Does this function (or class) delete a registered Parameter before replacing it?"""
+    if scope is None:
+        return False
+    for n in ast.walk(scope):
+        if isinstance(n, ast.Delete) and "_parameters" in ast.unparse(n):
+            return True
+        if isinstance(n, ast.Call):
+            f = n.func
+            if isinstance(f, ast.Name) and f.id == "delattr":
+                return True
+            if isinstance(f, ast.Attribute) and f.attr in ("pop", "__delitem__") and "_parameters" in ast.unparse(f.value):
+                return True
+    return False
+
+
+def _sink(out: list[Finding], class_name: str | None, scope=None):
     def sink(store: Store, func) -> None:
         if store.value.kind != GRAPH:
             return
         on_self = func is not None and store.root == self_name(func)
         if not on_self and store.root_value.kind != MODULE:
             return
-        if store.kind == "inplace":
+        if store.kind == "inplace" or (store.attr or "").startswith("__"):
             return
+        if not on_self or store.kind == "setattr":
+            # Setting a plain tensor where a Parameter is registered raises TypeError; only
+            # code that first removes the Parameter (weight drop) really stores the tensor.
+            named = store.name_node
+            literal = isinstance(named, ast.Constant) and isinstance(named.value, str)
+            if (not literal or looks_like_parameter(named.value)) and not removes_parameter(scope):
+                return
         target = _target(store)
         out.append(
             finding("GLF005", store.node, _message(target, store.value), class_name=class_name, attribute=target,
@@ -88,7 +112,7 @@ def _sink(out: list[Finding], class_name: str | None):
 def check(runner: ClassRunner) -> list[Finding]:
     out: list[Finding] = []
     skip = getattr(runner, "forward_reached", set())
-    runner.run_construction(_sink(out, runner.info.node.name), skip)
+    runner.run_construction(_sink(out, runner.info.node.name, runner.info.node), skip)
     return out
 
 
@@ -107,6 +131,7 @@ def check_functions(tree: ast.Module, imports: ImportMap) -> list[Finding]:
         for a in args.posonlyargs + args.args + args.kwonlyargs:
             ev.env[a.arg] = Value(MODULE, a.arg) if looks_like_module_name(a.arg) else NOTHING
         ev.grad = function_grad_mode(node, imports)
-        sink = _sink(out, None)
+        ev.building = True
+        sink = _sink(out, None, node)
         Walker(ev, lambda store: sink(store, None)).run(node.body)
     return out

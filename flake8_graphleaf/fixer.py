@@ -1,0 +1,136 @@
+"""Applies the fixes that findings carry.  Pure text in, text out: the CLI decides
+which files to read and writes them (atomically) with ``flake8_graphleaf.writer``."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from .analysis import Options, analyze_source
+from .findings import SAFE, Edit, Finding
+from .noqa import is_silenced, noqa_map
+
+MAX_ROUNDS = 6
+
+
+@dataclass
+class FixResult:
+    source: str
+    applied: list[Finding] = field(default_factory=list)
+    # (finding, why it was not fixed): "no fix available", "unsafe fix (enable with --unsafe-fixes)", ...
+    skipped: list[tuple[Finding, str]] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.applied)
+
+
+def apply_edits(source: str, edits: list[Edit]) -> str:
+    """Apply non-overlapping edits (1-based lines, 0-based character columns)."""
+    lines = source.splitlines(keepends=True)
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line))
+
+    def pos(line: int, col: int) -> int:
+        if line - 1 >= len(lines):
+            return len(source)
+        return offsets[line - 1] + col
+
+    out = source
+    for e in sorted(edits, key=lambda e: (e.line, e.col, e.end_line, e.end_col), reverse=True):
+        out = out[: pos(e.line, e.col)] + e.content + out[pos(e.end_line, e.end_col):]
+    return out
+
+
+def _span(e: Edit) -> tuple[tuple[int, int], tuple[int, int]]:
+    return (e.line, e.col), (e.end_line, e.end_col)
+
+
+def _overlaps(a: list[Edit], b: list[Edit]) -> bool:
+    for x in a:
+        for y in b:
+            (xs, xe), (ys, ye) = _span(x), _span(y)
+            if xs < ye and ys < xe:
+                return True
+            if xs == xe == ys == ye:  # two insertions at one point
+                return True
+    return False
+
+
+def fix_source(
+    source: str,
+    filename: str = "<unknown>",
+    *,
+    unsafe: bool = False,
+    wanted=None,
+    options: Options | None = None,
+) -> FixResult:
+    """Fix ``source``; ``wanted(code) -> bool`` limits which findings are fixed.
+
+    Runs the analysis again after each round, so that fixes which touch the same
+    lines are applied one after the other, and a second run finds nothing to do.
+    A round whose result would not parse is dropped and reported, never returned.
+    """
+    result = FixResult(source)
+    current = source
+    reported: set[tuple[str, int, int]] = set()
+    for _ in range(MAX_ROUNDS):
+        findings = analyze_source(current, filename, options)
+        noqa = noqa_map(current)
+        chosen: list[Finding] = []
+        taken: list[Edit] = []
+        for f in findings:
+            if wanted is not None and not wanted(f.code):
+                continue
+            if is_silenced(f.code, f.line, noqa):
+                continue
+            if f.fix is None:
+                continue
+            if f.fix.applicability != SAFE and not unsafe:
+                continue
+            if _overlaps(taken, list(f.fix.edits)):
+                continue
+            chosen.append(f)
+            taken += list(f.fix.edits)
+        if not chosen:
+            break
+        new = apply_edits(current, taken)
+        try:
+            ast.parse(new)
+        except SyntaxError:
+            # Try the fixes one at a time and keep those that parse.
+            kept = []
+            for f in chosen:
+                trial = apply_edits(current, list(f.fix.edits))
+                try:
+                    ast.parse(trial)
+                except SyntaxError:
+                    key = (f.code, f.line, f.col)
+                    if key not in reported:
+                        reported.add(key)
+                        result.skipped.append((f, "the fix would not parse; left as is"))
+                    continue
+                kept.append(f)
+                break
+            if not kept:
+                break
+            chosen = kept
+            new = apply_edits(current, list(kept[0].fix.edits))
+        if new == current:
+            break
+        result.applied += chosen
+        current = new
+    result.source = current
+    # What is left: findings with no fix, or with a fix that was not enabled.
+    noqa = noqa_map(current)
+    for f in analyze_source(current, filename, options):
+        if (wanted is not None and not wanted(f.code)) or is_silenced(f.code, f.line, noqa):
+            continue
+        if f.fix is None:
+            result.skipped.append((f, "no automatic fix"))
+        elif f.fix.applicability != SAFE and not unsafe:
+            result.skipped.append((f, "unsafe fix not applied (enable with --unsafe-fixes)"))
+        elif (f.code, f.line, f.col) not in reported:
+            result.skipped.append((f, "fix not applied (conflicts with another fix)"))
+    return result
