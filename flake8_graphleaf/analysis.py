@@ -11,6 +11,8 @@ import ast
 from dataclasses import dataclass, field
 
 from .findings import Finding
+from .fixes import attach_fixes
+from .textpos import Text
 from .imports import ImportMap
 from .modules import collect_classes
 from .rules import construction, deepcopy_calls, forward_stores, hooks, legacy_norm
@@ -27,13 +29,18 @@ class Options:
     module_bases: frozenset[str] = field(default_factory=frozenset)
 
 
-def analyze_source(source: str, filename: str = "<unknown>", options: Options | None = None) -> list[Finding]:
-    """Parse ``source`` and return its findings; raises SyntaxError if it does not parse."""
+def analyze_source(
+    source: str, filename: str = "<unknown>", options: Options | None = None, with_fixes: bool = True
+) -> list[Finding]:
+    """Parse ``source`` and return its findings (with their fixes); raises SyntaxError
+    (or ValueError for a NUL byte) if it does not parse."""
     tree = ast.parse(source, filename=filename)
-    return analyze_tree(tree, source, options)
+    return analyze_tree(tree, source, options, with_fixes=with_fixes)
 
 
-def analyze_tree(tree: ast.AST, source: str | None = None, options: Options | None = None) -> list[Finding]:
+def analyze_tree(
+    tree: ast.AST, source: str | None = None, options: Options | None = None, with_fixes: bool = False
+) -> list[Finding]:
     if source is not None and not any(w in source for w in GATE_WORDS):
         return []
     options = options or Options()
@@ -58,4 +65,7 @@ def analyze_tree(tree: ast.AST, source: str | None = None, options: Options | No
     unique: dict[tuple, Finding] = {}
     for f in findings:
         unique.setdefault((f.line, f.col, f.code), f)
-    return sorted(unique.values(), key=lambda f: f.sort_key)
+    result = sorted(unique.values(), key=lambda f: f.sort_key)
+    if with_fixes and source is not None and result:
+        attach_fixes(tree, Text(source), result, classes, imports)
+    return result

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from .analysis import Options, analyze_source
 from .findings import SAFE, Edit, Finding
 from .noqa import is_silenced, noqa_map
+from .textpos import split_lines
 
 MAX_ROUNDS = 6
 
@@ -27,7 +28,7 @@ class FixResult:
 
 def apply_edits(source: str, edits: list[Edit]) -> str:
     """Apply non-overlapping edits (1-based lines, 0-based character columns)."""
-    lines = source.splitlines(keepends=True)
+    lines = split_lines(source)
     offsets = [0]
     for line in lines:
         offsets.append(offsets[-1] + len(line))
