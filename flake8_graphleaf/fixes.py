@@ -345,6 +345,7 @@ def _fix_buffer(f: Finding, ctx: _Context) -> Fix | None:
 
 # -- GLF101 / GLF102 ----------------------------------------------------------------------
 _NEW_NAMES = {"weight_norm", "spectral_norm"}
+DEFAULT_NAME = '"weight"'
 
 
 def _fix_legacy(f: Finding, ctx: _Context) -> Fix | None:
@@ -403,7 +404,7 @@ def _fix_legacy(f: Finding, ctx: _Context) -> Fix | None:
             if k.arg == "name":
                 pname = ctx.text.segment(k.value)
         return Fix(UNSAFE, f"use {func}; it only undoes the parametrizations API, so apply that too",
-                   (ctx.edit(call, f"{func}({module}, {pname or repr('weight')})"),))
+                   (ctx.edit(call, f"{func}({module}, {pname or DEFAULT_NAME})"),))
     return None
 
 

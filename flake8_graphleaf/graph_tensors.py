@@ -557,7 +557,7 @@ class Evaluator:
             if node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value is False:
                 return NOTHING if recv.kind < GRAPH else recv
             return Value(LEAF, short(node)) if recv.kind < GRAPH else recv
-        if meth in ("append", "extend", "insert", "update", "add", "clear", "remove", "sort", "reverse"):
+        if meth in ("append", "extend", "insert", "update", "add", "clear", "remove", "reverse"):
             return NOTHING  # returns None; the statement walker records the mutation
         if recv.kind >= MODULE or everything.kind >= MODULE:
             return self.computed(recv, everything)

@@ -31,6 +31,13 @@ conv = nn.utils.weight_norm(nn.Conv1d(4, 4, 3))
     ),
     (
         """
+from torch.nn.utils import spectral_norm
+disc = spectral_norm(nn.Conv2d(1, 8, 3))
+""",
+        ["GLF102"],
+    ),
+    (
+        """
 from torch.nn.utils.parametrizations import weight_norm, spectral_norm
 conv = weight_norm(spectral_norm(nn.Conv1d(4, 4, 3)))
 """,
