@@ -364,9 +364,9 @@ def _fix_legacy(f: Finding, ctx: _Context) -> Fix | None:
         imp = _import_of(ctx, node.id)
         if imp is None:
             return None
-        legacy = [a for a in imp.names if (ctx.imports.names.get(a.asname or a.name) or "").endswith(tuple(_NEW_NAMES))]
+        legacy = [a for a in imp.names if a.name in _NEW_NAMES]
         if imp.module in ("torch.nn.utils.weight_norm", "torch.nn.utils.spectral_norm") or len(legacy) == len(imp.names):
-            if not all(a.name in _NEW_NAMES for a in imp.names):
+            if len(legacy) != len(imp.names):
                 return None
             new_stmt = f"from torch.nn.utils.parametrizations import {', '.join(_alias(a) for a in imp.names)}"
             return Fix(UNSAFE, f"import {name} from torch.nn.utils.parametrizations; {desc}", (ctx.edit(imp, new_stmt),))
@@ -374,8 +374,6 @@ def _fix_legacy(f: Finding, ctx: _Context) -> Fix | None:
         if not _alone_on_lines(ctx, imp):
             return None
         keep = [a for a in imp.names if a not in legacy]
-        if not all(a.name in _NEW_NAMES for a in legacy):
-            return None
         text = ctx.text
         indent = text.indent_of(imp.lineno)
         nl = text.newline()
