@@ -1,0 +1,183 @@
+"""``graphleaf explain TARGET``: build a model, train one step, and name the tensors that break deepcopy.
+
+The CLI owner wires ``graphleaf explain`` to :func:`add_arguments` and :func:`run`;
+``python -m flake8_graphleaf.explain TARGET ...`` works on its own through :func:`main`.
+torch is imported only inside :func:`run`; without it the command says how to install
+it and exits 2.
+
+Exit codes: 0 deepcopy works, 1 deepcopy would fail, 2 usage error (bad target, no
+torch, the model or its inputs could not be built or run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, Sequence
+
+from .targets import TargetError, resolve_target
+
+EXIT_OK, EXIT_FAILS, EXIT_USAGE = 0, 1, 2
+
+INSTALL_HINT = (
+    "graphleaf explain needs torch, which is not installed here.\n"
+    "Install it with:  pip install 'flake8-graphleaf[verify]'   (or: pip install torch)"
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "target", metavar="TARGET",
+        help="callable that returns the model: 'package.module:make_model' or 'path/to/file.py:make_model'",
+    )
+    parser.add_argument(
+        "--inputs", metavar="TARGET", default=None,
+        help="callable that returns the inputs (a tuple of positional args, a dict of keyword args, or one tensor); "
+        "default: make_inputs next to the model's callable",
+    )
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--train", dest="train", action="store_true", default=True,
+                      help="run the forward in train mode (the default, as training does)")
+    mode.add_argument("--eval", dest="train", action="store_false", help="run the forward in eval mode")
+    parser.add_argument("--trace", action="store_true",
+                        help="record, while the forward runs, the file:line of every store of a graph tensor "
+                        "on the module tree (trace_stores)")
+    parser.add_argument("--no-backward", dest="backward", action="store_false", default=True,
+                        help="do not back-propagate after the forward")
+
+
+def _error(msg: str) -> int:
+    print(f"graphleaf explain: error: {msg}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _user_error(what: str, exc: BaseException) -> int:
+    import traceback
+
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if "flake8_graphleaf" not in f.filename]
+    where = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    return _error(f"{what} raised {type(exc).__name__}: {exc}{where}")
+
+
+def _scalar(out: Any, torch) -> Any:
+    """A scalar to back-propagate: the sum of every floating tensor in ``out`` that requires grad."""
+    total = None
+    stack = [out]
+    seen = set()
+    while stack:
+        x = stack.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        if isinstance(x, torch.Tensor):
+            if x.requires_grad and (x.is_floating_point() or x.is_complex()):
+                s = x.real.sum() if x.is_complex() else x.sum()
+                total = s if total is None else total + s
+        elif isinstance(x, dict) or (hasattr(x, "keys") and hasattr(x, "values") and callable(x.values)):
+            stack.extend(x.values())
+        elif isinstance(x, (list, tuple)):
+            stack.extend(x)
+    return total
+
+
+def _call(model, inputs, torch):
+    if isinstance(inputs, dict):
+        return model(**inputs)
+    if isinstance(inputs, (tuple, list)):
+        return model(*inputs)
+    return model(inputs)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        print(INSTALL_HINT, file=sys.stderr)
+        return EXIT_USAGE
+    import copy
+
+    from . import runtime
+
+    try:
+        target = resolve_target(args.target)
+        inputs_fn = None
+        if args.inputs:
+            inputs_fn = resolve_target(args.inputs).obj
+        else:
+            inputs_fn = target.sibling("make_inputs")
+            if inputs_fn is not None and not callable(inputs_fn):
+                inputs_fn = None
+    except TargetError as exc:
+        return _error(str(exc))
+    if inputs_fn is None:
+        return _error(f"no inputs: pass --inputs TARGET, or define make_inputs() next to {target.attr} in {target.spec.rpartition(':')[0]}")
+
+    try:
+        model = target.obj()
+    except Exception as exc:  # noqa: BLE001
+        return _user_error(args.target, exc)
+    if not isinstance(model, torch.nn.Module):
+        return _error(f"{args.target} returned a {type(model).__name__}, not a torch.nn.Module")
+    try:
+        inputs = inputs_fn()
+    except Exception as exc:  # noqa: BLE001
+        return _user_error(args.inputs or "make_inputs", exc)
+
+    training_step = target.sibling("training_step") if not args.inputs else None
+    model.train(args.train)
+    trace_cm = runtime.trace_stores(model) if args.trace else None
+    log = None
+    mode = "train" if args.train else "eval"
+    try:
+        with torch.enable_grad():
+            if trace_cm is not None:
+                log = trace_cm.__enter__()
+            try:
+                if callable(training_step):
+                    loss = training_step(model, inputs)
+                    how = "training_step(model, inputs)"
+                else:
+                    loss = _scalar(_call(model, inputs, torch), torch)
+                    how = "model(*inputs)"
+                if args.backward and isinstance(loss, torch.Tensor) and loss.requires_grad:
+                    (loss if loss.dim() == 0 else loss.sum()).backward()
+                    how += ", backward()"
+            finally:
+                if trace_cm is not None:
+                    trace_cm.__exit__(*sys.exc_info())
+    except Exception as exc:  # noqa: BLE001
+        return _user_error("the forward/backward", exc)
+
+    print(f"ran {how} on {args.target} in {mode} mode with grad enabled")
+    try:
+        copy.deepcopy(model)
+        error = None
+    except Exception as exc:  # noqa: BLE001 - any deepcopy failure is what we report
+        error = exc
+    if error is None:
+        print("copy.deepcopy(model): OK")
+    else:
+        first = str(error).split(".")[0]
+        print(f"copy.deepcopy(model): {type(error).__name__}: {first}.")
+    print()
+    items = runtime.explain(model, trace=log, extra_files=[target.file], print_result=False)
+    print(runtime.format_explanation(items))
+    if error is not None and not items and not items.problems:
+        print(f"\ndeepcopy failed for a reason the locator does not model: {type(error).__name__}: {error}")
+    return EXIT_FAILS if error is not None else EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="graphleaf explain",
+        description="Build a model, run one training step, and name every tensor that makes copy.deepcopy(model) "
+        "raise 'Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol', "
+        "with the line that stored it.",
+    )
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
