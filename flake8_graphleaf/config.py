@@ -1,0 +1,201 @@
+"""``[tool.graphleaf]`` in the nearest ``pyproject.toml``, merged with the command line.
+
+Codes are chosen as flake8 chooses them: a code is on when a ``select`` prefix matches
+it and no ``ignore`` prefix matches it more specifically (longer); ``ALL`` selects all.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .rules import all_rules
+
+# ruff's default exclusions.
+DEFAULT_EXCLUDE = (
+    ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache",
+    ".nox", ".pants.d", ".pyenv", ".pytest_cache", ".pytype", ".ruff_cache", ".svn", ".tox", ".venv",
+    ".vscode", "__pypackages__", "_build", "buck-out", "build", "dist", "node_modules", "site-packages",
+    "venv",
+)
+
+KEYS = {
+    "select", "ignore", "extend-select", "unsafe-fixes", "module-bases", "exclude", "extend-exclude",
+    "per-file-ignores", "respect-gitignore",
+}
+
+
+class ConfigError(Exception):
+    """A configuration that cannot be read or makes no sense; the message is one line."""
+
+
+def _load_toml(path: Path) -> dict:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        try:
+            import tomli as tomllib
+        except ImportError:
+            text = path.read_text(encoding="utf-8", errors="replace")
+            if "[tool.graphleaf" in text:
+                raise ConfigError(
+                    f"{path}: cannot read [tool.graphleaf] on Python 3.10 without tomli (pip install tomli)"
+                ) from None
+            return {}
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from None
+
+
+def find_pyproject(start: Path) -> Path | None:
+    """The nearest ``pyproject.toml`` at or above ``start`` that has a ``[tool.graphleaf]``
+    table, else the nearest one at all (its folder is still the project root)."""
+    start = start.resolve()
+    if start.is_file():
+        start = start.parent
+    nearest = None
+    for folder in (start, *start.parents):
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            if nearest is None:
+                nearest = candidate
+            try:
+                if "[tool.graphleaf" in candidate.read_text(encoding="utf-8", errors="replace"):
+                    return candidate
+            except OSError:
+                continue
+    return nearest
+
+
+def _codes(value, key: str) -> list[str]:
+    if isinstance(value, str):
+        value = [v for v in value.replace(",", " ").split()]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"[tool.graphleaf] {key} must be a list of codes")
+    return [v.strip().upper() for v in value if v.strip()]
+
+
+def _strings(value, key: str) -> list[str]:
+    if isinstance(value, str):
+        value = [v.strip() for v in value.split(",")]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"[tool.graphleaf] {key} must be a list of strings")
+    return [v for v in value if v]
+
+
+@dataclass
+class Settings:
+    root: Path  # paths in exclude and per-file-ignores are relative to it
+    config_file: Path | None = None
+    select: list[str] = field(default_factory=lambda: ["GLF"])
+    ignore: list[str] = field(default_factory=list)
+    extend_select: list[str] = field(default_factory=list)
+    unsafe_fixes: bool = False
+    module_bases: frozenset[str] = frozenset()
+    exclude: list[str] = field(default_factory=lambda: list(DEFAULT_EXCLUDE))
+    extend_exclude: list[str] = field(default_factory=list)
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    respect_gitignore: bool = True
+
+    def enabled(self, code: str) -> bool:
+        def longest(prefixes):
+            best = -1
+            for p in prefixes:
+                if p == "ALL" or code.startswith(p):
+                    best = max(best, 0 if p == "ALL" else len(p))
+            return best
+
+        chosen = longest(self.select + self.extend_select)
+        return chosen >= 0 and chosen > longest(self.ignore)
+
+    def ignored_for(self, path: str) -> list[str]:
+        """Codes that ``per-file-ignores`` turns off for ``path``."""
+        rel = relative_posix(path, self.root)
+        name = rel.rsplit("/", 1)[-1]
+        out: list[str] = []
+        for pattern, codes in self.per_file_ignores.items():
+            negate = pattern.startswith("!")
+            pat = pattern[1:] if negate else pattern
+            pat = pat[2:] if pat.startswith("./") else pat
+            hit = fnmatch.fnmatchcase(rel, pat) or ("/" not in pat and fnmatch.fnmatchcase(name, pat))
+            if hit != negate:
+                out += codes
+        return out
+
+    def wanted_for(self, path: str):
+        extra = self.ignored_for(path)
+        if not extra:
+            return self.enabled
+        narrowed = Settings(self.root, select=self.select, extend_select=self.extend_select,
+                            ignore=self.ignore + extra)
+        return narrowed.enabled
+
+
+def relative_posix(path: str, root: Path) -> str:
+    try:
+        return Path(os.path.abspath(path)).relative_to(root).as_posix()
+    except ValueError:
+        return Path(os.path.abspath(path)).as_posix()
+
+
+def from_table(table: dict, root: Path, config_file: Path | None) -> Settings:
+    unknown = sorted(set(table) - KEYS - {k.replace("-", "_") for k in KEYS})
+    if unknown:
+        raise ConfigError(f"{config_file}: unknown key(s) in [tool.graphleaf]: {', '.join(unknown)} "
+                          f"(known: {', '.join(sorted(KEYS))})")
+    get = lambda key: table.get(key, table.get(key.replace("-", "_")))  # noqa: E731
+    s = Settings(root=root, config_file=config_file)
+    if get("select") is not None:
+        s.select = _codes(get("select"), "select")
+    if get("extend-select") is not None:
+        s.extend_select = _codes(get("extend-select"), "extend-select")
+    if get("ignore") is not None:
+        s.ignore = _codes(get("ignore"), "ignore")
+    for key in ("unsafe-fixes", "respect-gitignore"):
+        value = get(key)
+        if value is not None:
+            if not isinstance(value, bool):
+                raise ConfigError(f"{config_file}: [tool.graphleaf] {key} must be true or false")
+            setattr(s, key.replace("-", "_"), value)
+    if get("module-bases") is not None:
+        s.module_bases = frozenset(_strings(get("module-bases"), "module-bases"))
+    if get("exclude") is not None:
+        s.exclude = _strings(get("exclude"), "exclude")
+    if get("extend-exclude") is not None:
+        s.extend_exclude = _strings(get("extend-exclude"), "extend-exclude")
+    pfi = get("per-file-ignores")
+    if pfi is not None:
+        if not isinstance(pfi, dict):
+            raise ConfigError(f"{config_file}: [tool.graphleaf] per-file-ignores must be a table of glob = [codes]")
+        s.per_file_ignores = {k: _codes(v, f"per-file-ignores.{k}") for k, v in pfi.items()}
+    return s
+
+
+def load(start: Path, explicit: Path | None = None, isolated: bool = False) -> Settings:
+    """Settings from ``explicit`` or the nearest pyproject.toml above ``start``."""
+    if isolated:
+        return Settings(root=Path.cwd().resolve())
+    path = explicit if explicit is not None else find_pyproject(start)
+    if explicit is not None and not explicit.is_file():
+        raise ConfigError(f"{explicit}: no such config file")
+    if path is None:
+        return Settings(root=Path.cwd().resolve())
+    data = _load_toml(path)
+    table = data.get("tool", {}).get("graphleaf", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.graphleaf] must be a table")
+    return from_table(table, path.parent.resolve(), path)
+
+
+def check_codes(codes: list[str], what: str) -> None:
+    """Refuse a code or prefix that names no rule (a typo would silently select nothing)."""
+    known = all_rules()
+    for c in codes:
+        if c == "ALL" or any(k.startswith(c) for k in known):
+            continue
+        raise ConfigError(f"{what}: {c!r} matches no graphleaf rule (see `graphleaf rules`)")

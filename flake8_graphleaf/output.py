@@ -1,0 +1,244 @@
+"""Output formats for ``graphleaf check``: text, concise, json, sarif, github.
+
+``text`` and ``concise`` print the line flake8 prints (``path:line:col: CODE message``,
+col = ast col_offset + 1) so the two front ends agree.  ``json``, ``sarif`` and
+``github`` count columns in characters (1-based), as ruff, SARIF ("unicodeCodePoints")
+and GitHub do; that differs from flake8's count only on lines with non-ASCII text
+before the finding.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote
+
+from . import __version__
+from .findings import SAFE, Finding
+
+FORMATS = ("text", "concise", "json", "sarif", "github")
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+
+
+@dataclass
+class FileReport:
+    path: str  # as shown to the user
+    findings: list[Finding] = field(default_factory=list)
+    error: str | None = None  # one line, for GLF900
+    error_line: int = 1
+    lines: list[str] = field(default_factory=list)  # the analysed text's lines, for columns and context
+
+
+def error_finding(message: str, line: int = 1) -> Finding:
+    return Finding(code="GLF900", line=line, col=0, message=f"could not parse: {message}")
+
+
+def all_findings(reports: list[FileReport]) -> list[tuple[FileReport, Finding]]:
+    out = []
+    for r in reports:
+        if r.error is not None:
+            out.append((r, error_finding(r.error, r.error_line)))
+        out += [(r, f) for f in r.findings]
+    return out
+
+
+def char_col(report: FileReport, line: int, byte_col: int | None) -> int:
+    """A 0-based UTF-8 byte column (ast) as a 0-based character column."""
+    if byte_col is None:
+        return 0
+    if 1 <= line <= len(report.lines):
+        text = report.lines[line - 1]
+        return len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
+    return byte_col
+
+
+def flake8_line(report: FileReport, f: Finding) -> str:
+    return f"{report.path}:{f.line}:{f.col + 1}: {f.code} {f.message}"
+
+
+def fix_hint(f: Finding, unsafe_enabled: bool) -> str | None:
+    if f.fix is None:
+        return None
+    if f.fix.applicability == SAFE:
+        return f"fix: {f.fix.description} (safe: `graphleaf fix`)"
+    if unsafe_enabled:
+        return f"fix: {f.fix.description} (unsafe: `graphleaf fix` applies it, as unsafe-fixes is on)"
+    return f"fix: {f.fix.description} (unsafe: `graphleaf fix --unsafe-fixes`)"
+
+
+def render_text(reports: list[FileReport], unsafe_enabled: bool, concise: bool) -> str:
+    out = []
+    for report, f in all_findings(reports):
+        out.append(flake8_line(report, f))
+        if concise:
+            continue
+        if f.code != "GLF900" and 1 <= f.line <= len(report.lines):
+            src = report.lines[f.line - 1].rstrip("\n")
+            start = char_col(report, f.line, f.col)
+            width = 1
+            if f.end_line == f.line and f.end_col is not None:
+                width = max(1, char_col(report, f.line, f.end_col) - start)
+            out.append(f"    {f.line:>4} | {src}")
+            out.append(f"         | {' ' * start}{'^' * width}")
+        hint = fix_hint(f, unsafe_enabled)
+        if hint:
+            out.append(f"         = {hint}")
+    return "".join(line + "\n" for line in out)
+
+
+def _loc(row: int, col: int) -> dict:
+    return {"row": row, "column": col}
+
+
+def render_json(reports: list[FileReport]) -> str:
+    items = []
+    for report, f in all_findings(reports):
+        start = char_col(report, f.line, f.col) + 1
+        end_line = f.end_line or f.line
+        end = char_col(report, end_line, f.end_col) + 1 if f.end_col is not None else start
+        fix = None
+        if f.fix is not None:
+            fix = {
+                "applicability": f.fix.applicability,
+                "message": f.fix.description,
+                "edits": [
+                    {
+                        "content": e.content,
+                        "location": _loc(e.line, e.col + 1),
+                        "end_location": _loc(e.end_line, e.end_col + 1),
+                    }
+                    for e in f.fix.edits
+                ],
+            }
+        items.append({
+            "code": f.code,
+            "message": f.message,
+            "filename": os.path.abspath(report.path) if report.path != "-" else report.path,
+            "location": _loc(f.line, start),
+            "end_location": _loc(end_line, end),
+            "fix": fix,
+            "url": None,
+            "noqa_row": f.line,
+        })
+    return json.dumps(items, indent=2, ensure_ascii=False) + "\n"
+
+
+def _uri(path: str) -> str:
+    p = Path(path)
+    if not p.is_absolute():
+        rel = os.path.relpath(os.path.abspath(path))
+        if not rel.startswith(".."):
+            return quote(Path(rel).as_posix())
+    return Path(os.path.abspath(path)).as_uri()
+
+
+def _region(start_line: int, start_col: int, end_line: int, end_col: int) -> dict:
+    return {"startLine": start_line, "startColumn": start_col, "endLine": end_line, "endColumn": end_col}
+
+
+def render_sarif(reports: list[FileReport], rules: dict[str, str]) -> str:
+    rule_ids = sorted(rules)
+    index = {code: i for i, code in enumerate(rule_ids)}
+    results = []
+    for report, f in all_findings(reports):
+        uri = _uri(report.path) if report.path != "-" else "stdin"
+        start = char_col(report, f.line, f.col) + 1
+        end_line = f.end_line or f.line
+        end = char_col(report, end_line, f.end_col) + 1 if f.end_col is not None else start
+        result = {
+            "ruleId": f.code,
+            "level": "error",
+            "message": {"text": f.message},
+            "locations": [{
+                "physicalLocation": {
+                    "artifactLocation": {"uri": uri},
+                    "region": _region(f.line, start, end_line, max(end, start) if end_line == f.line else end),
+                }
+            }],
+        }
+        if f.code in index:
+            result["ruleIndex"] = index[f.code]
+        if f.fix is not None:
+            result["fixes"] = [{
+                "description": {"text": f"{f.fix.description} ({f.fix.applicability} fix)"},
+                "artifactChanges": [{
+                    "artifactLocation": {"uri": uri},
+                    "replacements": [
+                        {
+                            "deletedRegion": _region(e.line, e.col + 1, e.end_line, e.end_col + 1),
+                            "insertedContent": {"text": e.content},
+                        }
+                        for e in f.fix.edits
+                    ],
+                }],
+            }]
+        results.append(result)
+    doc = {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {
+                "driver": {
+                    "name": "graphleaf",
+                    "fullName": "flake8-graphleaf",
+                    "version": __version__,
+                    "rules": [
+                        {
+                            "id": code,
+                            "shortDescription": {"text": rules[code]},
+                            "help": {"text": f"graphleaf rule {code}"},
+                            "defaultConfiguration": {"level": "error"},
+                        }
+                        for code in rule_ids
+                    ],
+                }
+            },
+            "columnKind": "unicodeCodePoints",
+            "invocations": [{"executionSuccessful": not any(r.error for r in reports)}],
+            "results": results,
+        }],
+    }
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def _escape_data(s: str) -> str:
+    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(s: str) -> str:
+    return _escape_data(s).replace(":", "%3A").replace(",", "%2C")
+
+
+def render_github(reports: list[FileReport]) -> str:
+    out = []
+    for report, f in all_findings(reports):
+        col = char_col(report, f.line, f.col) + 1
+        props = f"file={_escape_property(report.path)},line={f.line},col={col}"
+        if f.end_line is not None and f.end_col is not None:
+            props += f",endLine={f.end_line},endColumn={char_col(report, f.end_line, f.end_col) + 1}"
+        props += f",title={_escape_property(f.code)}"
+        out.append(f"::error {props}::{_escape_data(f.code + ' ' + f.message)}")
+    return "".join(line + "\n" for line in out)
+
+
+def render(fmt: str, reports: list[FileReport], rules: dict[str, str], unsafe_enabled: bool) -> str:
+    if fmt == "json":
+        return render_json(reports)
+    if fmt == "sarif":
+        return render_sarif(reports, rules)
+    if fmt == "github":
+        return render_github(reports)
+    return render_text(reports, unsafe_enabled, concise=fmt == "concise")
+
+
+def statistics(reports: list[FileReport], rules: dict[str, str]) -> str:
+    counts = Counter(f.code for _, f in all_findings(reports))
+    fixable = Counter(f.code for _, f in all_findings(reports) if f.fix is not None)
+    out = []
+    for code in sorted(counts):
+        mark = "[*]" if fixable[code] else "   "
+        out.append(f"{counts[code]:<5} {code} {mark} {rules.get(code, '')}")
+    return "".join(line + "\n" for line in out)

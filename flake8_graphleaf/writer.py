@@ -1,0 +1,164 @@
+"""Reading and writing Python sources without changing what the fix did not touch.
+
+A source is decoded as Python decodes it (a BOM, a PEP 263 coding line, else UTF-8)
+and its newlines are read as flake8 reads them (universal newlines), so the analysis
+sees the very text flake8 hands to the plugin.  Writing goes the other way: lines the
+fix left alone keep their original ending, new lines get the file's dominant one,
+the text is encoded as it was (BOM included), and the bytes replace the file in one
+``os.replace`` from a temporary file in the same folder, with the old file's mode.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import io
+import os
+import re
+import stat
+import tempfile
+import tokenize
+from dataclasses import dataclass
+
+MAX_BYTES = 10 * 1024 * 1024
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
+
+class SourceError(Exception):
+    """A file that cannot be read, decoded or written; the message is one line."""
+
+
+@dataclass(frozen=True)
+class Source:
+    text: str  # newlines normalised to "\n"
+    raw: bytes
+    encoding: str  # as tokenize names it: "utf-8", "utf-8-sig" (BOM), "latin-1", ...
+    endings: tuple[str, ...]  # the original ending of each line ("" for a last line without one)
+
+    @property
+    def newline(self) -> str:
+        """The most common line ending, "\\n" for a file without one."""
+        counts: dict[str, int] = {}
+        for e in self.endings:
+            if e:
+                counts[e] = counts.get(e, 0) + 1
+        if not counts:
+            return "\n"
+        return max(sorted(counts), key=lambda e: counts[e])
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines with their endings, splitting on \\r\\n, \\r and \\n only (not on \\f or \\u2028)."""
+    return _LINE.findall(text)
+
+
+def decode(raw: bytes, name: str = "<stdin>") -> Source:
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+    except SyntaxError as exc:
+        raise SourceError(f"bad encoding declaration: {exc.msg if hasattr(exc, 'msg') else exc}") from None
+    try:
+        original = raw.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise SourceError(
+            f"cannot decode as {encoding}: byte 0x{raw[exc.start]:02x} at offset {exc.start}"
+        ) from None
+    except LookupError:
+        raise SourceError(f"unknown encoding {encoding!r}") from None
+    lines = split_lines(original)
+    endings = tuple(line[len(line.rstrip("\r\n")):] for line in lines)
+    text = "".join(line.rstrip("\r\n") + ("\n" if e else "") for line, e in zip(lines, endings))
+    return Source(text=text, raw=raw, encoding=encoding, endings=endings)
+
+
+def read_source(path: str, max_bytes: int = MAX_BYTES) -> Source:
+    if os.path.isdir(path):
+        raise SourceError("is a directory, not a file")
+    try:
+        size = os.path.getsize(path)
+        if size > max_bytes:
+            raise SourceError(f"file is {size} bytes, larger than the {max_bytes}-byte limit")
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except FileNotFoundError:
+        raise SourceError("no such file") from None
+    except OSError as exc:
+        raise SourceError(exc.strerror or str(exc)) from None
+    return decode(raw, path)
+
+
+def restore_newlines(source: Source, new_text: str) -> str:
+    """``new_text`` (with "\\n" newlines) with each line the fix left alone given back its
+    original ending, and each new or changed line the file's dominant ending."""
+    old_lines = source.text.split("\n")
+    new_lines = new_text.split("\n")
+    # A final "\n" leaves an empty last element; it carries no line of its own.
+    endings_old = list(source.endings) + [""] * (len(old_lines) - len(source.endings))
+    out: list[str] = []
+    dominant = source.newline
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        for k in range(j2 - j1):
+            j = j1 + k
+            last = j == len(new_lines) - 1
+            if tag == "equal":
+                ending = endings_old[i1 + k] or ("" if last else dominant)
+            else:
+                ending = "" if last else dominant
+            if last:
+                ending = ""
+            out.append(new_lines[j] + ending)
+    return "".join(out)
+
+
+def encode(source: Source, new_text: str) -> bytes:
+    """The bytes to write for ``new_text``; raises SourceError if they would not read back
+    as the same text (an encoding the new text does not fit, or a moved coding line)."""
+    text = restore_newlines(source, new_text)
+    try:
+        data = text.encode(source.encoding)
+    except UnicodeEncodeError as exc:
+        raise SourceError(f"the fixed text cannot be encoded as {source.encoding}: {exc.reason}") from None
+    again = decode(data)
+    if again.encoding != source.encoding or again.text != new_text:
+        raise SourceError("the fixed text would not read back unchanged (its encoding declaration moved)")
+    return data
+
+
+def check_parses(text: str, name: str) -> None:
+    try:
+        ast.parse(text, filename=name)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        raise SourceError(f"the fixed text does not parse ({exc.__class__.__name__}); not written") from None
+
+
+def write_atomic(path: str, data: bytes, expected_old: bytes | None = None) -> None:
+    """Replace ``path`` with ``data`` in one rename, keeping its mode; a symlink stays a link
+    and its target is replaced.  With ``expected_old``, refuse if the file changed since."""
+    target = os.path.realpath(path)
+    try:
+        st = os.stat(target)
+        if expected_old is not None:
+            with open(target, "rb") as fh:
+                if fh.read() != expected_old:
+                    raise SourceError("changed on disk while being fixed; not written")
+        folder = os.path.dirname(target) or "."
+        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(target) + ".", suffix=".graphleaf.tmp", dir=folder)
+    except OSError as exc:
+        raise SourceError(exc.strerror or str(exc)) from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, stat.S_IMODE(st.st_mode))
+        os.replace(tmp, target)
+    except BaseException as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(exc, OSError):
+            raise SourceError(exc.strerror or str(exc)) from None
+        raise
