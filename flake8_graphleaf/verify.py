@@ -740,6 +740,13 @@ def _run_pipeline(spec, device, unsafe, workdir, result, orig, modules, torch) -
             fh.write(fixed_source)
     fix_state = _judge_fix(spec, result, fixres, crashed, unsafe)
     if fix_state == "stop":
+        if spec.user:  # check 4 on the user's model as it is
+            if crashed:
+                result.checks["deepcopy"] = Check(
+                    FAIL, "copy.deepcopy(model) raises the graph-leaves error; graph tensors at: "
+                    + (", ".join(result.graph_tensors) or "(none found by the walk)"))
+            else:
+                result.checks["deepcopy"] = Check(PASS, "copy.deepcopy(model) works")
         return
 
     if fixed_path and fixed_source != source:
