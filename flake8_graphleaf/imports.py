@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import ast
 
+from .stmtwalk import statements
+
 # Names that code snippets commonly use without importing them.  Only used when the
 # file binds the name to nothing else.
 _CONVENTIONAL = {"torch": "torch", "nn": "torch.nn", "F": "torch.nn.functional"}
@@ -17,7 +19,17 @@ class ImportMap:
     def __init__(self, tree: ast.AST):
         self.names: dict[str, str] = {}
         self._bound: set[str] = set()
-        for node in ast.walk(tree):
+        fallback: list[ast.ImportFrom] = []
+        for node in statements(tree):
+            if isinstance(node, ast.Try):
+                # `except ImportError: from torch.nn.utils import weight_norm` is a fallback:
+                # the name means what the try body imported.
+                for handler in node.handlers:
+                    for stmt in handler.body:
+                        if isinstance(stmt, ast.ImportFrom):
+                            fallback.append(stmt)
+            if isinstance(node, ast.ImportFrom) and node in fallback:
+                continue
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.asname:
@@ -36,6 +48,10 @@ class ImportMap:
                     self.names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self._bound.add(node.name)
+        for node in fallback:
+            if node.module and not node.level:
+                for alias in node.names:
+                    self.names.setdefault(alias.asname or alias.name, f"{node.module}.{alias.name}")
 
     def qualname(self, node: ast.AST) -> str | None:
         """Dotted name of ``node`` (``F.relu`` -> ``torch.nn.functional.relu``), or None."""

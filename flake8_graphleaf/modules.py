@@ -6,6 +6,7 @@ import ast
 
 from .graph_tensors import ClassFacts, looks_like_module_name
 from .imports import ImportMap
+from .stmtwalk import statements
 
 # Bases of other libraries that are nn.Module subclasses (matched on the last name).
 DEFAULT_MODULE_BASES = frozenset(
@@ -48,7 +49,7 @@ def _base_name(base: ast.AST, imports: ImportMap) -> str:
 
 def collect_classes(tree: ast.AST, imports: ImportMap, extra_bases: frozenset[str] = frozenset()) -> dict[str, ClassInfo]:
     classes: dict[str, ClassInfo] = {}
-    for node in ast.walk(tree):
+    for node in statements(tree):
         if isinstance(node, ast.ClassDef):
             info = ClassInfo(node)
             info.bases = [_base_name(b, imports) for b in node.bases]
@@ -164,7 +165,8 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
             continue
         self_name = method.args.args[0].arg
         init_args = {a.arg for a in method.args.args[1:] + method.args.kwonlyargs}
-        for node in ast.walk(method):
+        for stmt in statements(method):
+            node = stmt.value if isinstance(stmt, ast.Expr) else stmt
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
                 recv = node.func.value
                 if isinstance(recv, ast.Name) and recv.id == self_name and node.args:

@@ -11,6 +11,7 @@ from ..flow import Walker, function_grad_mode
 from ..graph_tensors import ARG, GRAPH, MODULE, NOTHING, Evaluator, Value, looks_like_module_name, short
 from ..imports import ImportMap
 from ..modules import ClassInfo
+from ..stmtwalk import statements
 from ..scopes import ClassRunner, is_forward_root, self_name
 from . import finding, origin_text
 
@@ -73,18 +74,36 @@ def _copier(node: ast.Call, imports: ImportMap) -> str | None:
     return None
 
 
+def _own_nodes(scope: ast.AST):
+    """Nodes of a function (or module) body, not those of nested functions or classes."""
+    stack = list(scope.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                stack.append(child)
+
+
 def check(tree: ast.Module, imports: ImportMap, classes: dict[str, ClassInfo], module_classes: set[str], findings: list[Finding]) -> list[Finding]:
+    # parents: only what the rule asks of it (the class of a method, the scope of a call)
     parents: dict = {}
     targets: dict[int, tuple[ast.Call, str]] = {}
-    for node in ast.walk(tree):
-        for child in ast.iter_child_nodes(node):
-            parents[child] = node
-        if isinstance(node, ast.Call) and node.args:
-            kind = _copier(node, imports)
-            if kind is not None:
-                targets[id(node)] = (node, kind)
+    scopes = [tree] + [s for s in statements(tree) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    for s in statements(tree):
+        if isinstance(s, ast.ClassDef):
+            for item in s.body:
+                parents[item] = s
+    for scope in scopes:
+        for node in _own_nodes(scope):
+            if isinstance(node, ast.Call) and node.args:
+                kind = _copier(node, imports)
+                if kind is not None:
+                    targets[id(node)] = (node, kind)
+                    parents[node] = scope
     if not targets:
         return []
+    parents["module"] = tree
     broken = _broken_classes(classes, findings)
     out: list[Finding] = []
     scopes: dict[int, ast.AST] = {}
@@ -99,10 +118,7 @@ def check(tree: ast.Module, imports: ImportMap, classes: dict[str, ClassInfo], m
 
 
 def _scope(node, parents):
-    cur = parents.get(node)
-    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
-        cur = parents.get(cur)
-    return cur
+    return parents.get(node)
 
 
 def _class_of(func, parents, classes) -> ClassInfo | None:
@@ -233,7 +249,4 @@ def _class_of_value(arg, at: ast.AST, scope, parents, classes) -> str | None:
 
 
 def _module(node, parents):
-    cur = node
-    while cur is not None and not isinstance(cur, ast.Module):
-        cur = parents.get(cur)
-    return cur
+    return parents.get("module")
