@@ -1,0 +1,155 @@
+"""Benchmark: what flake8-graphleaf costs, measured against flake8's own cost and
+against other tools on the same files, in one run, interleaved.
+
+    python bench/bench.py                      # the installed torch package
+    python bench/bench.py --tree PATH --rounds 3 --torchfix
+
+Each round runs, one after the other on the same tree:
+  base      flake8 without this plugin (a venv under bench/_work with the same flake8)
+  plugin    flake8 with this plugin (this interpreter's environment)
+  torchfix  flake8 with TorchFix instead (--torchfix; a venv under bench/_work)
+  glf-f8    flake8 --select=GLF (what a GLF-only flake8 run costs)
+  check-j1  graphleaf check -j 1
+  check-jN  graphleaf check -j N (all cores)
+and reports the median CPU seconds (user+sys of the child) and wall seconds, with the
+ratios the project budgets: plugin/base <= 1.25, glf-f8/check-j1 >= 3.
+Timing assertions never go in the test-suite: run this by hand and record the
+figures in docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib.metadata
+import importlib.util
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+import venv
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+WORK = HERE / "_work"
+
+
+def default_tree() -> str:
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        sys.exit("torch is not installed here: pass --tree PATH")
+    return list(spec.submodule_search_locations)[0]
+
+
+def make_venv(name: str, packages: list[str]) -> Path:
+    path = WORK / name
+    python = path / "bin" / "python"
+    marker = path / ".installed"
+    if not marker.exists() or marker.read_text() != " ".join(packages):
+        venv.create(path, with_pip=True, clear=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", *packages], check=True)
+        marker.write_text(" ".join(packages))
+    return python
+
+
+def timed(cmd: list[str]) -> tuple[float, float, int]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if proc.returncode not in (0, 1):
+        sys.exit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
+    return cpu, wall, proc.returncode
+
+
+def parse_costs(tree: str) -> dict[str, float]:
+    """In-process: what parsing the tree costs with ast and (if installed) libcst."""
+    sources = []
+    for dirpath, _, files in os.walk(tree):
+        for f in files:
+            if f.endswith(".py"):
+                try:
+                    sources.append(Path(dirpath, f).read_text(encoding="utf-8"))
+                except (OSError, UnicodeDecodeError):
+                    pass
+    out = {"files": float(len(sources))}
+    t0 = time.process_time()
+    trees = []
+    for s in sources:
+        try:
+            trees.append((ast.parse(s), s))
+        except (SyntaxError, ValueError):
+            pass
+    out["ast.parse"] = time.process_time() - t0
+    from flake8_graphleaf.analysis import analyze_tree
+
+    t0 = time.process_time()
+    for t, s in trees:
+        analyze_tree(t, s)
+    out["graphleaf analysis (on parsed trees)"] = time.process_time() - t0
+    try:
+        import libcst
+    except ImportError:
+        return out
+    t0 = time.process_time()
+    for s in sources:
+        try:
+            libcst.parse_module(s)
+        except Exception:  # noqa: BLE001 - libcst raises its own error types
+            pass
+    out["libcst.parse_module"] = time.process_time() - t0
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tree", default=None, help="directory of Python files (default: the installed torch package)")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--torchfix", action="store_true", help="also time flake8 with TorchFix (pip installs it in bench/_work)")
+    ap.add_argument("--no-parse", action="store_true", help="skip the in-process ast/libcst parse figures")
+    args = ap.parse_args(argv)
+    tree = args.tree or default_tree()
+    flake8_version = importlib.metadata.version("flake8")
+    base = make_venv("base", [f"flake8=={flake8_version}"])
+    runs: dict[str, list[str]] = {
+        "base": [str(base), "-m", "flake8", "-j", "1", "--exit-zero", tree],
+        "plugin": [sys.executable, "-m", "flake8", "-j", "1", "--exit-zero", tree],
+    }
+    if args.torchfix:
+        tfx = make_venv("torchfix", [f"flake8=={flake8_version}", "torchfix"])
+        runs["torchfix"] = [str(tfx), "-m", "flake8", "-j", "1", "--exit-zero", tree]
+    graphleaf = [sys.executable, "-m", "flake8_graphleaf"]
+    runs["glf-f8"] = [sys.executable, "-m", "flake8", "-j", "1", "--select=GLF", "--exit-zero", tree]
+    runs["check-j1"] = graphleaf + ["check", "-j", "1", "--exit-zero", "--output-format", "concise", tree]
+    cores = os.cpu_count() or 1
+    runs[f"check-j{cores}"] = graphleaf + ["check", "-j", str(cores), "--exit-zero", "--output-format", "concise", tree]
+    print(f"tree: {tree}\nflake8 {flake8_version}, {cores} cores, {args.rounds} rounds, interleaved\n", flush=True)
+    results: dict[str, list[tuple[float, float]]] = {k: [] for k in runs}
+    for r in range(args.rounds):
+        for name, cmd in runs.items():
+            cpu, wall, _ = timed(cmd)
+            results[name].append((cpu, wall))
+            print(f"  round {r + 1} {name:10s} cpu {cpu:7.2f}s wall {wall:7.2f}s", flush=True)
+    med = {k: (statistics.median(c for c, _ in v), statistics.median(w for _, w in v)) for k, v in results.items()}
+    print("\nmedian   cpu s    wall s")
+    for k, (c, w) in med.items():
+        print(f"{k:10s} {c:7.2f}  {w:7.2f}")
+    print()
+    print(f"plugin / base (CPU):        {med['plugin'][0] / med['base'][0]:.3f}  (budget <= 1.25)")
+    if "torchfix" in med:
+        print(f"torchfix / base (CPU):      {med['torchfix'][0] / med['base'][0]:.3f}")
+    print(f"flake8 --select=GLF / graphleaf check -j1 (CPU): {med['glf-f8'][0] / med['check-j1'][0]:.2f}  (budget >= 3)")
+    print(f"graphleaf check -j1 / -j{cores} (wall): {med['check-j1'][1] / med[f'check-j{cores}'][1]:.2f}")
+    if not args.no_parse:
+        print("\nin-process CPU seconds on the same files:")
+        for k, v in parse_costs(tree).items():
+            print(f"  {k:40s} {v:8.2f}" if k != "files" else f"  {k:40s} {int(v):8d}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
