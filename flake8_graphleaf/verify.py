@@ -733,7 +733,9 @@ def _run_pipeline(spec, device, unsafe, workdir, result, orig, modules, torch) -
              "applicability": f.fix.applicability if f.fix else None}
             for f, why in fixres.skipped
         ]
-        sub = os.path.join(workdir, f"{spec.name}-{device.replace(':', '_')}")
+        # A --model name is a TARGET (a path, maybe absolute): keep only safe characters.
+        safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in f"{spec.name}-{device}")
+        sub = os.path.join(workdir, safe.lstrip("."))
         os.makedirs(sub, exist_ok=True)
         fixed_path = os.path.join(sub, os.path.basename(spec.path))
         with open(fixed_path, "w", encoding="utf-8") as fh:
