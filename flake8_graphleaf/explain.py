@@ -12,6 +12,7 @@ torch, the model or its inputs could not be built or run).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any, Sequence
 
@@ -124,30 +125,43 @@ def run(args: argparse.Namespace) -> int:
         return _user_error(args.inputs or "make_inputs", exc)
 
     training_step = target.sibling("training_step") if not args.inputs else None
+    step_backward = target.sibling("STEP_BACKWARD") is not False  # a step that does its own backward says so
     model.train(args.train)
     trace_cm = runtime.trace_stores(model) if args.trace else None
     log = None
     mode = "train" if args.train else "eval"
+    step_error = None
+    how = "model(*inputs)"
     try:
         with torch.enable_grad():
             if trace_cm is not None:
                 log = trace_cm.__enter__()
             try:
                 if callable(training_step):
-                    loss = training_step(model, inputs)
                     how = "training_step(model, inputs)"
+                    loss = training_step(model, inputs)
                 else:
                     loss = _scalar(_call(model, inputs, torch), torch)
-                    how = "model(*inputs)"
-                if args.backward and isinstance(loss, torch.Tensor) and loss.requires_grad:
+                if args.backward and step_backward and isinstance(loss, torch.Tensor) and loss.requires_grad:
                     (loss if loss.dim() == 0 else loss.sum()).backward()
                     how += ", backward()"
             finally:
                 if trace_cm is not None:
-                    trace_cm.__exit__(*sys.exc_info())
+                    trace_cm.__exit__(None, None, None)
     except Exception as exc:  # noqa: BLE001
-        return _user_error("the forward/backward", exc)
+        if not runtime._graph_leaf_error(exc):
+            return _user_error("the forward/backward", exc)
+        step_error = exc
 
+    if step_error is not None:
+        import traceback
+
+        frames = [f for f in traceback.extract_tb(step_error.__traceback__)
+                  if "flake8_graphleaf" not in f.filename and not f.filename.startswith(runtime._TORCH_DIR)
+                  and os.path.basename(f.filename) != "copy.py"]
+        where = f" at {runtime._display_path(frames[-1].filename)}:{frames[-1].lineno}: {frames[-1].line}" if frames else ""
+        print(f"{how} itself raised the graph-leaf RuntimeError{where}")
+        print("(a deepcopy inside the step reached a tensor on the autograd graph; the model is checked below)")
     print(f"ran {how} on {args.target} in {mode} mode with grad enabled")
     try:
         copy.deepcopy(model)
@@ -164,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
     print(runtime.format_explanation(items))
     if error is not None and not items and not items.problems:
         print(f"\ndeepcopy failed for a reason the locator does not model: {type(error).__name__}: {error}")
-    return EXIT_FAILS if error is not None else EXIT_OK
+    return EXIT_FAILS if error is not None or step_error is not None else EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:

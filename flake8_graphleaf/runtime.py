@@ -127,17 +127,11 @@ class Findings(list):
 
 # --------------------------------------------------------------------------- the walk
 
-# A path is a linked list of (parent, segment) pairs, rendered only for reports.
-_Path = tuple  # (parent _Path | None, str)
-# An owner context is (owner object, attribute chain, parent context | None).
-
-
-def _render(path) -> str:
-    parts = []
-    while path is not None:
-        path, seg = path
-        parts.append(seg)
-    return "".join(reversed(parts))
+# A path is a linked list of nodes (parent, kind, key, owner), rendered only for reports.
+# ATTR nodes are attributes of ``owner`` (a module or an object whose state deepcopy
+# copies); they make the attribute chains that the static mapping compares.
+_ATTR, _KEY, _INDEX, _RAW = 0, 1, 2, 3
+_EMPTY_SKIP = (dict, list, tuple, set, frozenset, collections.OrderedDict)
 
 
 def _attr_seg(key) -> str:
@@ -154,8 +148,36 @@ def _module_name(root: str, qualname: str) -> str:
     return root + "".join(_attr_seg(p) for p in qualname.split("."))
 
 
-def _key_seg(key) -> str:
-    return f"[{key!r}]"
+def _render(path) -> str:
+    parts = []
+    while path is not None:
+        path, kind, key, _owner = path
+        if kind == _ATTR:
+            parts.append(_attr_seg(key))
+        elif kind == _KEY:
+            parts.append(f"[{key!r}]")
+        elif kind == _INDEX:
+            parts.append(f"[{key}]")
+        else:
+            parts.append(key)
+    return "".join(reversed(parts))
+
+
+def _owners(path) -> list[tuple[Any, tuple[str, ...]]]:
+    """[(owner, attribute names from it down to the tensor)], nearest owner first."""
+    keys: list[str] = []
+    owners: list[tuple[Any, tuple[str, ...]]] = []
+    while path is not None:
+        path, kind, key, owner = path
+        if kind == _ATTR and isinstance(key, str):
+            keys.append(key)
+            if owner is not None:
+                chain = tuple(reversed(keys))
+                if owners and owners[-1][0] is owner:
+                    owners[-1] = (owner, chain)
+                else:
+                    owners.append((owner, chain))
+    return owners
 
 
 def _is_plain_module(x, cls) -> bool:
@@ -191,80 +213,75 @@ def find_graph_tensors(obj: Any, name: str | None = None) -> Findings:
     problems: list[Problem] = []
     seen: set[int] = set()
     keep: list[Any] = []  # transient objects (reduce results) stay alive so their ids are not reused
-    root_path = (None, name)
-    # Stack items: (object, path, owner context, attribute-name-or-None)
-    stack: list[tuple[Any, Any, Any, str | None]] = [(obj, root_path, None, None)]
+    stack: list[tuple[Any, Any]] = [(obj, (None, _RAW, name, None))]
     parameter_deepcopy = nn.Parameter.__deepcopy__
     tensor_deepcopy = torch.Tensor.__deepcopy__
     uninit = getattr(nn.parameter, "UninitializedTensorMixin", None)
-
-    def child_ctx(ctx, attr):
-        if attr is None or ctx is None:
-            return ctx
-        owner, chain, parent = ctx
-        return (owner, chain + (attr,), parent)
+    atomic = _ATOMIC
+    skip_empty = _EMPTY_SKIP
+    Tensor = torch.Tensor
+    OrderedDict = collections.OrderedDict
+    push = stack.append
 
     while stack:
-        x, path, ctx, attr = stack.pop()
-        ctx = child_ctx(ctx, attr)
+        x, path = stack.pop()
         cls = type(x)
-        if cls in _ATOMIC or isinstance(x, type):
+        if cls in atomic or isinstance(x, type):
             continue
         ident = id(x)
         if ident in seen:
             continue
         seen.add(ident)
-        children: list[tuple[Any, Any, Any, str | None]] = []
+        children: list[tuple[Any, Any]]
 
-        if isinstance(x, torch.Tensor):
+        if isinstance(x, Tensor):
             if not x.is_leaf:
-                found.append(_graph_tensor(x, path, ctx))
+                found.append(_graph_tensor(x, path))
                 continue
             dc = getattr(cls, "__deepcopy__", None)
             if dc is parameter_deepcopy or (uninit is not None and isinstance(x, uninit)):
                 continue  # Parameter.__deepcopy__ rebuilds from .data: no grad, no __dict__
-            if dc is not tensor_deepcopy:
-                if _trial_deepcopy(x, path, problems):
-                    continue
+            if dc is not tensor_deepcopy and _trial_deepcopy(x, path, problems):
+                continue
             # Tensor.__deepcopy__: .grad, then slots (subclasses), then __dict__.
+            children = []
             grad = x.grad
             if grad is not None:
-                children.append((grad, (path, ".grad"), ctx, "grad"))
-            if cls is not torch.Tensor:
+                children.append((grad, (path, _RAW, ".grad", None)))
+            if cls is not Tensor:
                 for slot in copyreg._slotnames(cls):
                     if hasattr(x, slot):
-                        children.append((getattr(x, slot), (path, "." + slot), ctx, slot))
+                        children.append((getattr(x, slot), (path, _ATTR, slot, None)))
             tensor_dict = getattr(x, "__dict__", None)
             if tensor_dict:
-                for k, v in tensor_dict.items():
-                    children.append((v, (path, _attr_seg(k)), ctx, k if isinstance(k, str) else None))
+                children += [(v, (path, _ATTR, k, None)) for k, v in tensor_dict.items()]
         elif cls is list or cls is tuple:
-            children = [(v, (path, f"[{i}]"), ctx, None) for i, v in enumerate(x)]
-        elif cls is dict or cls is collections.OrderedDict:
+            children = [(v, (path, _INDEX, i, None)) for i, v in enumerate(x)]
+        elif cls is dict or cls is OrderedDict:
+            children = []
             for k, v in x.items():
-                if not (type(k) in _ATOMIC):
-                    children.append((k, (path, f".keys()[{k!r}]"), ctx, None))
-                children.append((v, (path, _key_seg(k)), ctx, None))
+                if type(k) not in atomic:
+                    children.append((k, (path, _RAW, f".keys()[{k!r}]", None)))
+                children.append((v, (path, _KEY, k, None)))
         elif cls is types.MethodType:
             # copy._deepcopy_method: type(x)(x.__func__, deepcopy(x.__self__, memo))
-            children.append((x.__self__, (path, ".__self__"), ctx, None))
+            children = [(x.__self__, (path, _RAW, ".__self__", None))]
         elif cls is set or cls is frozenset:
-            children = [(v, (path, f"{{{i}}}"), ctx, None) for i, v in enumerate(x)]
+            children = [(v, (path, _RAW, f"{{{i}}}", None)) for i, v in enumerate(x)]
         elif _is_plain_module(x, cls) and getattr(x, "__deepcopy__", None) is None:
-            own = (x, (), ctx)
+            children = []
             for k, v in x.__dict__.items():
-                if k == "_compiled_call_impl":
+                tv = type(v)
+                if tv in atomic or (tv in skip_empty and not v) or k == "_compiled_call_impl":
                     continue
-                if k in _MODULE_STATE_DICTS and type(v) in (dict, collections.OrderedDict):
+                if k in _MODULE_STATE_DICTS and (tv is dict or tv is OrderedDict):
                     seen.add(id(v))
-                    for n, sub in v.items():
-                        children.append((sub, (path, _attr_seg(n)), own, n))
+                    children += [(sub, (path, _ATTR, n, x)) for n, sub in v.items() if sub is not None]
                 else:
-                    children.append((v, (path, _attr_seg(k)), own, k))
+                    children.append((v, (path, _ATTR, k, x)))
         else:
-            if getattr(x, "__deepcopy__", None) is not None:
-                if _trial_deepcopy(x, path, problems):
-                    continue
+            if getattr(x, "__deepcopy__", None) is not None and _trial_deepcopy(x, path, problems):
+                continue
             try:
                 rv = _reduce(x, cls)
             except Exception as exc:  # deepcopy would raise this too
@@ -273,10 +290,10 @@ def find_graph_tensors(obj: Any, name: str | None = None) -> Findings:
             if isinstance(rv, str):
                 continue
             keep.append(rv)
-            children = _reduce_children(x, rv, path, ctx)
+            children = _reduce_children(x, rv, path)
 
         for item in reversed(children):
-            stack.append(item)
+            push(item)
     return Findings(found, problems)
 
 
@@ -293,21 +310,20 @@ def _reduce(x, cls):
     raise copy.Error(f"un(deep)copyable object of type {cls}")
 
 
-def _reduce_children(x, rv, path, ctx):
+def _reduce_children(x, rv, path):
     """What copy._reconstruct deep-copies: args, state, list items, dict items."""
     rv = tuple(rv) + (None,) * (6 - len(rv))
     _func, args, state, listiter, dictiter, _setter = rv[:6]
-    own = (x, (), ctx)
     children = []
     if isinstance(x, functools.partial) and isinstance(state, tuple) and len(state) == 4:
         func, pargs, kwds, pdict = state
-        children.append((func, (path, ".func"), ctx, None))
-        children += [(a, (path, f".args[{i}]"), ctx, None) for i, a in enumerate(pargs or ())]
-        children += [(v, (path, f".keywords[{k!r}]"), ctx, None) for k, v in (kwds or {}).items()]
-        children += [(v, (path, _attr_seg(k)), own, k) for k, v in (pdict or {}).items()]
+        children.append((func, (path, _RAW, ".func", None)))
+        children += [(a, (path, _RAW, f".args[{i}]", None)) for i, a in enumerate(pargs or ())]
+        children += [(v, (path, _RAW, f".keywords[{k!r}]", None)) for k, v in (kwds or {}).items()]
+        children += [(v, (path, _ATTR, k, x)) for k, v in (pdict or {}).items()]
         return children
     for i, a in enumerate(args or ()):
-        children.append((a, (path, f".__reduce__()[1][{i}]"), ctx, None))
+        children.append((a, (path, _RAW, f".__reduce__()[1][{i}]", None)))
     if state is not None:
         slotstate = None
         if isinstance(state, tuple) and len(state) == 2 and all(s is None or isinstance(s, dict) for s in state):
@@ -316,14 +332,13 @@ def _reduce_children(x, rv, path, ctx):
             if part is None:
                 continue
             if isinstance(part, dict):
-                for k, v in part.items():
-                    children.append((v, (path, _attr_seg(k)), own, k if isinstance(k, str) else None))
+                children += [(v, (path, _ATTR, k, x)) for k, v in part.items()]
             else:
-                children.append((part, (path, ".__getstate__()"), own, None))
+                children.append((part, (path, _RAW, ".__getstate__()", None)))
     if listiter is not None:
-        children += [(v, (path, f"[{i}]"), ctx, None) for i, v in enumerate(listiter)]
+        children += [(v, (path, _INDEX, i, None)) for i, v in enumerate(listiter)]
     if dictiter is not None:
-        children += [(v, (path, _key_seg(k)), ctx, None) for k, v in dictiter]
+        children += [(v, (path, _KEY, k, None)) for k, v in dictiter]
     return children
 
 
@@ -342,12 +357,8 @@ def _trial_deepcopy(x, path, problems) -> bool:
     return True
 
 
-def _graph_tensor(t, path, ctx) -> GraphTensor:
-    owners = []
-    c = ctx
-    while c is not None:
-        owner, chain, c = c
-        owners.append((owner, chain))
+def _graph_tensor(t, path) -> GraphTensor:
+    owners = _owners(path)
     owner_class = type(owners[0][0]).__name__ if owners else None
     attribute = owners[0][1][0] if owners and owners[0][1] else None
     return GraphTensor(
@@ -438,6 +449,58 @@ except ImportError:  # pragma: no cover
     pass
 
 
+@functools.lru_cache(maxsize=64)
+def _parsed(path: str):
+    import ast
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read())
+    except (OSError, SyntaxError, ValueError):
+        return None
+    parents = {}
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            parents[child] = node
+    return tree, parents
+
+
+def _built_at(path: str, line: int, col: int, chain: tuple[str, ...]) -> bool:
+    """True when the expression at line:col builds the submodule at ``self.<chain>``:
+    ``self.a = f(...)`` for ("a",), or positional argument i of ``self.a = Seq(...)`` for ("a", "i")."""
+    import ast
+
+    parsed = _parsed(path)
+    if parsed is None or not chain:
+        return False
+    tree, parents = parsed
+    node = next((n for n in ast.walk(tree) if getattr(n, "lineno", None) == line
+                 and getattr(n, "col_offset", None) == col and isinstance(n, (ast.Name, ast.Attribute))), None)
+    if node is None:
+        return False
+    call = parents.get(node)
+    if not isinstance(call, ast.Call):
+        return False
+    indices = []
+    cur = call
+    while True:
+        parent = parents.get(cur)
+        if isinstance(parent, ast.Call) and cur in parent.args:
+            indices.append(str(parent.args.index(cur)))
+            cur = parent
+            continue
+        if isinstance(parent, ast.Starred) or isinstance(parent, (ast.List, ast.Tuple)):
+            return False
+        break
+    stmt = parents.get(cur)
+    if not isinstance(stmt, ast.Assign) or stmt.value is not cur:
+        return False
+    names = [t.attr for t in stmt.targets if isinstance(t, ast.Attribute)]
+    if chain[0] not in names:
+        return False
+    return tuple(reversed(indices)) == tuple(chain[1:])
+
+
 def _legacy_code(owner, chain) -> str | None:
     if not isinstance(owner, nn.Module) or len(chain) != 1:
         return None
@@ -500,8 +563,13 @@ def _map_static(item: GraphTensor, index: _StaticIndex, extra_files: Iterable[st
             continue
         ancestors = {type(o).__name__ for o, _ in item.owners}
         candidates = [(f, p) for p in by_file for f in index.findings(p) if f.code == code]
-        preferred = [(f, p) for f, p in candidates if f.class_name in ancestors]
-        for f, p in preferred or candidates:
+        preferred = [(f, p) for f, p in candidates if f.class_name in ancestors] or candidates
+        # Narrow down to the call that built this very submodule: `self.fc = spectral_norm(...)`
+        # for model.fc.weight, the 2nd argument of `self.net = nn.Sequential(...)` for model.net[1].weight.
+        chains = {(type(o).__name__, c) for o, c in item.owners}
+        exact = [(f, p) for f, p in preferred if any(
+            f.class_name == cls and _built_at(p, f.line, f.col, chain[:-1]) for cls, chain in chains)]
+        for f, p in exact or preferred:
             add(f, p)
     return out
 
