@@ -111,7 +111,8 @@ def run(args: argparse.Namespace) -> int:
     except TargetError as exc:
         return _error(str(exc))
     if inputs_fn is None:
-        return _error(f"no inputs: pass --inputs TARGET, or define make_inputs() next to {target.attr} in {target.spec.rpartition(':')[0]}")
+        where = target.spec.rpartition(":")[0]
+        return _error(f"no inputs: pass --inputs TARGET, or define make_inputs() next to {target.attr} in {where}")
 
     try:
         model = target.obj()
