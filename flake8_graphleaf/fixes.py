@@ -145,6 +145,45 @@ def _top_statement(method, node, parents) -> ast.stmt | None:
     return cur if cur is not None and cur in method.body else None
 
 
+_TERMINAL = (ast.Return, ast.Raise)
+
+
+def _reachable_after(method, target: ast.stmt) -> list[ast.stmt]:
+    """Statements that may run after ``target`` in one call of ``method``: the rest of
+    its block, then of each enclosing block (not the other branch of an ``if``), and
+    the whole body of each enclosing loop (its next iteration).  Climbing stops at a
+    block that returns or raises after ``target``."""
+    path: list[tuple[ast.AST, list, int]] = []
+
+    def find(owner: ast.AST) -> bool:
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            block = getattr(owner, field, None)
+            if not isinstance(block, list):
+                continue
+            for i, stmt in enumerate(block):
+                if stmt is target or (
+                    getattr(stmt, "lineno", 0) <= target.lineno <= getattr(stmt, "end_lineno", 0) and find(stmt)
+                ):
+                    path.append((owner, block, i))
+                    return True
+        for case in getattr(owner, "cases", None) or []:
+            if find(case):
+                return True
+        return False
+
+    if not find(method):
+        return []
+    out: list[ast.stmt] = []
+    for owner, block, i in path:  # innermost first
+        rest = block[i + 1:]
+        out += rest
+        if isinstance(owner, (ast.For, ast.AsyncFor, ast.While)):
+            out += owner.body
+        if any(isinstance(s, _TERMINAL) for s in rest) or isinstance(block[i], _TERMINAL):
+            break
+    return out
+
+
 def _statement(node, parents) -> ast.stmt | None:
     cur = node
     while cur is not None and not isinstance(cur, ast.stmt):
@@ -176,16 +215,20 @@ def _rename_to_local(f: Finding, ctx: _Context) -> Fix | None:
         return None
     first = nodes[0]
     parents = ctx.parents
-    stmt = _top_statement(method, first, parents)
-    if not isinstance(stmt, (ast.Assign, ast.AnnAssign)):
-        return None
-    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-    if not any(t is first for t in targets):
-        return None
-    if any(n is first for n in ast.walk(stmt.value)) or any(
-        isinstance(n, ast.Attribute) and n.attr == attr for n in ast.walk(stmt.value) if n is not first
-    ):
-        return None
+    only_stores = all(
+        isinstance(n.ctx, ast.Store) and not isinstance(parents.get(n), ast.AugAssign) for n in nodes
+    )
+    if not only_stores:
+        # Written before any read on every path: the first use is a plain assignment
+        # at the top level of the method, and does not read the attribute itself.
+        stmt = _top_statement(method, first, parents)
+        if not isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            return None
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        if not any(t is first for t in targets):
+            return None
+        if any(isinstance(n, ast.Attribute) and n.attr == attr for n in ast.walk(stmt.value)):
+            return None
     for n in ast.walk(method):  # a string naming the attribute (getattr, hasattr, setattr)
         if isinstance(n, ast.Constant) and n.value == attr:
             return None
@@ -312,9 +355,9 @@ def _fix_buffer(f: Finding, ctx: _Context) -> Fix | None:
     stmt = _statement(node, parents)
     if stmt is None or not _alone_on_lines(ctx, stmt):
         return None
+    later = {id(n) for s in _reachable_after(method, stmt) for n in ast.walk(s)}
     read_after = any(
-        isinstance(n.ctx, ast.Load) and (n.lineno, n.col_offset) > (stmt.end_lineno, stmt.end_col_offset)
-        for n in _self_attr_nodes(method, self_name, attr)
+        isinstance(n.ctx, ast.Load) and id(n) in later for n in _self_attr_nodes(method, self_name, attr)
     )
     applicability = UNSAFE if read_after else SAFE
     why = " (forward reads the buffer afterwards: its gradient history changes)" if read_after else ""
@@ -353,7 +396,13 @@ def _fix_legacy(f: Finding, ctx: _Context) -> Fix | None:
     node = _at(ctx.tree, f.line, f.col, (ast.Attribute, ast.Name))
     if node is None:
         return None
-    desc = "state_dict keys change (weight_g/weight_v become parametrizations.weight.original0/1); old checkpoints need their keys mapped"
+    if f.code == "GLF101":
+        desc = ("state_dict keys change (weight_g/weight_v become parametrizations.weight.original0/1); "
+                "old checkpoints need their keys mapped")
+    else:
+        desc = ("state_dict keys change (weight_orig/weight_u/weight_v become parametrizations.weight.original "
+                "and the parametrization's _u/_v), and the power iteration updates u and v in another order, "
+                "so outputs differ slightly")
     if name in _NEW_NAMES:
         if isinstance(node, ast.Attribute):
             prefix = ctx.text.segment(node.value)

@@ -301,8 +301,7 @@ class Walker:
                 if old is not None:
                     ev.env[recv.id] = join(old, added)
                     return
-                if recv.id != ev.self_name:
-                    return
+                return  # a method of the object itself (self.update(...)), or of a plain name
             self._emit("container", recv, added, call, method=meth)
             return
         if is_inplace_method(meth):
@@ -346,3 +345,31 @@ def _merge(dicts: list[dict]) -> dict:
             old = out.get(k)
             out[k] = v if old is None or v.kind > old.kind else old
     return out
+
+
+def overwritten_later(func: ast.AST, target: ast.AST, text: str, reported: set[tuple[int, int]]) -> bool:
+    """Is the store at ``target`` replaced, in the same block and on every path, by a later
+    plain assignment to the same attribute that is not itself reported?  Then the first
+    value never outlives the method (``self.w = w * s; self.w = self.w.detach()``)."""
+    from .stmtwalk import statements  # local: flow is imported by the stmtwalk users
+
+    blocks = [func.body] + [
+        getattr(s, name) for s in statements(func) for name in ("body", "orelse", "finalbody")
+        if isinstance(getattr(s, name, None), list)
+    ]
+    for block in blocks:
+        for i, stmt in enumerate(block):
+            if not (stmt.lineno <= target.lineno <= stmt.end_lineno):
+                continue
+            if not any(n is target for n in ast.walk(stmt)):
+                continue
+            for later in block[i + 1:]:
+                if isinstance(later, (ast.Assign, ast.AnnAssign)):
+                    targets = later.targets if isinstance(later, ast.Assign) else [later.target]
+                    for t in targets:
+                        if short(t) == text and (t.lineno, t.col_offset) not in reported:
+                            return True
+                if isinstance(later, (ast.Return, ast.Raise)):
+                    return False
+            return False
+    return False

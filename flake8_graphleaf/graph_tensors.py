@@ -110,6 +110,12 @@ NON_DIFF_QUALNAMES = frozenset(
         "torch.autograd.grad",
     }
 )
+# torch namespaces whose calls never return a graph tensor (devices, hooks, profilers ...).
+NON_COMPUTING_NAMESPACES = (
+    "torch.cuda.", "torch.distributed.", "torch.backends.", "torch.jit.", "torch.autograd.graph.",
+    "torch.autograd.profiler.", "torch.profiler.", "torch.utils.hooks.", "torch.utils.data.",
+    "torch.testing.", "torch.fx.", "torch.onnx.", "torch.compiler.", "torch._dynamo.", "torch.overrides.",
+)
 PARAMETER_CTORS = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 BUFFER_CTORS = frozenset({"torch.nn.parameter.Buffer", "torch.nn.Buffer"})
 PARAMETER_NAMES = frozenset({"Parameter"})
@@ -139,6 +145,15 @@ MODULE_API_NONE = frozenset(
 )
 
 _PARAM_NAME_RE = re.compile(r"^(weight|bias)(_|$)|_(weight|bias)$")
+
+
+# Names of methods rather than submodules: verbs and accessors.
+_METHOD_NAME_RE = re.compile(
+    r"_?(get|set|init|prepare|compute|calc|make|build|create|reset|load|save|update|register|"
+    r"num|is|has|to|from|extra|apply|zero|clear|enable|disable|freeze|unfreeze|tie|resize|"
+    r"prune|fuse|convert|export|generate|sample|step|log|print|check|validate|setup|"
+    r"flatten|named|state|parameters|buffers|modules|children)(_|$)"
+)
 
 
 def looks_like_parameter(name: str) -> bool:
@@ -264,12 +279,16 @@ class Evaluator:
     # -- helpers ------------------------------------------------------------------
     def computed(self, origin: Value, *operands: Value) -> Value:
         """Result of a differentiable computation on ``operands``."""
-        best = join(origin, *operands)
-        if not self.grad or best.kind < LEAF:
+        if not self.grad:
             return NOTHING
-        # An operation on a parameter, on a graph tensor, or on an argument (a graph
-        # tensor whenever the caller passes one): the result carries a grad_fn.
-        return Value(GRAPH, best.origin)
+        # An operation on a parameter or on a graph tensor carries a grad_fn; one on
+        # arguments only does when the caller passes a graph tensor.
+        certain = [v for v in (origin, *operands) if v.kind in (GRAPH, LEAF)]
+        if certain:
+            first = next((v for v in certain if v.kind == GRAPH), certain[0])
+            return Value(GRAPH, first.origin)
+        maybe = next((v for v in (origin, *operands) if v.kind == ARG), None)
+        return Value(ARG, maybe.origin) if maybe is not None else NOTHING
 
     def is_self(self, node: ast.AST) -> bool:
         return isinstance(node, ast.Name) and self.self_name is not None and node.id == self.self_name
@@ -430,6 +449,10 @@ class Evaluator:
     def eval_Call(self, node: ast.Call) -> Value:
         func = node.func
         pos, kw = self._args(node)
+        if any(k.arg == "dtype" and int_dtype(k.value) for k in node.keywords):
+            return NOTHING  # an integer or boolean result has no grad_fn
+        if isinstance(func, ast.Attribute) and func.attr.startswith("register_"):
+            return NOTHING  # hook handles, registrations
         everything = join(*pos, *kw.values())
         qual = self.imports.qualname(func)
         if qual is not None and self.on_call is not None:
@@ -455,7 +478,7 @@ class Evaluator:
             return NOTHING
         if qual in NON_DIFF_QUALNAMES or qual.startswith("copy."):
             return NOTHING
-        if qual.startswith(("torch.cuda.", "torch.distributed.", "torch.backends.", "torch.jit.")):
+        if qual.startswith(NON_COMPUTING_NAMESPACES):
             return NOTHING
         if qual.count(".") == 1 and name in NON_DIFF_TORCH:
             rg = kw.get("requires_grad")
@@ -536,9 +559,15 @@ class Evaluator:
                 return NOTHING
             if looks_like_parameter(meth):
                 return NOTHING
-            if everything.kind >= LEAF or (recv.origin.startswith("self.") and not self.building and node.args):
-                return Value(GRAPH, f"{short(func)}(...)") if self.grad else NOTHING
-            return recv  # model.get_input_embeddings(), model.module ...: another module
+            if meth in ("forward", "__call__") or not _METHOD_NAME_RE.match(meth):
+                # `self.encoder.layer1(x)`: a submodule (modules are named as nouns)
+                if everything.kind >= LEAF or (recv.origin.startswith("self.") and not self.building and node.args):
+                    return Value(GRAPH, f"{short(func)}(...)") if self.grad else NOTHING
+                return recv  # model.module, model.backbone: another module
+            # `model.init_hidden(n)`, `self.sub.prepare(x)`: a method, known only by what it is given
+            if not node.args and not node.keywords:
+                return recv if meth.startswith(("get_", "_get_")) else NOTHING
+            return self.computed(NOTHING, everything)
         if isinstance(recv_node, (ast.Constant, ast.JoinedStr)):
             return NOTHING
         if meth in CONTAINER_READS and recv.kind != LEAF:

@@ -66,7 +66,8 @@ def collect_classes(tree: ast.AST, imports: ImportMap, extra_bases: frozenset[st
     def direct_module(info: ClassInfo) -> bool:
         for b in info.bases:
             last = b.rsplit(".", 1)[-1]
-            if b in _AUTOGRAD_FUNCTION:
+            if b in _AUTOGRAD_FUNCTION or b.startswith("torch.jit."):
+                # autograd Functions are not modules; ScriptModules define their own __deepcopy__
                 return False
             if b in wanted or last in wanted:
                 if last == "LightningModule":

@@ -9,17 +9,21 @@ import tokenize
 # flake8's own pattern (flake8.defaults.NOQA_INLINE_REGEX).
 NOQA_INLINE = re.compile(
     r"# noqa"
-    r"(?::[\s]?(?P<codes>([A-Z][0-9]+(?:[,\s]+)?)+))?",
+    r"(?::[\s]?(?P<codes>([A-Z]+[0-9]+(?:[,\s]+)?)+))?",
     re.IGNORECASE,
 )
-NOQA_FILE = re.compile(r"#\s*flake8[:=]\s*noqa(?P<codes>:\s?(([A-Z][0-9]+(?:[,\s]+)?)+))?", re.I)
+# flake8.defaults.NOQA_FILE, matched at the start of a line: the whole file is skipped,
+# codes or not (flake8 ignores codes there).
+NOQA_FILE = re.compile(r"\s*# flake8[:=]\s*noqa", re.I)
 _SEP = re.compile(r"[,\s]")
 
 
 def file_is_skipped(source: str) -> bool:
     """A bare ``# flake8: noqa`` line makes flake8 skip the whole file."""
-    for m in NOQA_FILE.finditer(source):
-        if not m.group("codes"):
+    if "flake8" not in source:
+        return False
+    for line in source.splitlines():
+        if NOQA_FILE.match(line):
             return True
     return False
 

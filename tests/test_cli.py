@@ -68,14 +68,9 @@ def test_same_lines_as_flake8_with_noqa_and_non_ascii(tmp_path):
     assert ":16:" not in ours.stdout and ":17:" not in ours.stdout
 
 
-NOQA_DIFFERS = pytest.mark.xfail(strict=True, reason="noqa.py differs from flake8 7: '# noqa: GLF002' silences "
-                                  "every code (codes read as [A-Z][0-9]+); '# flake8: noqa' after code skips the "
-                                  "file (flake8 only skips for a line that starts with it, codes or not)")
-
-
 @pytest.mark.parametrize("comment", [
-    pytest.param("# noqa: GLF002", marks=NOQA_DIFFERS),
-    pytest.param("x = 1  # flake8: noqa", marks=NOQA_DIFFERS),
+    "# noqa: GLF002",
+    "x = 1  # flake8: noqa",
     "# flake8: noqa: GLF002",
     "# noqa:GLF001,GLF002",
 ])

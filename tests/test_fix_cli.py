@@ -162,8 +162,6 @@ def test_noqa_is_honoured(tmp_path):
     assert "Fixed 1 finding in 1 file" in r.stdout
 
 
-@pytest.mark.xfail(strict=True, reason="noqa.NOQA_INLINE reads codes as [A-Z][0-9]+ where flake8 reads [A-Z]+[0-9]+, "
-                   "so '# noqa: GLF002' silences every code (flake8 silences only GLF002)")
 def test_noqa_for_another_glf_code_does_not_stop_the_fix(tmp_path):
     _write(tmp_path / "c.py", BUGGY.replace("self.out = self.fc(x)", "self.out = self.fc(x)  # noqa: GLF002"))
     run("fix", ".", cwd=tmp_path)

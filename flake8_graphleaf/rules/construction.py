@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 
 from ..findings import Finding
-from ..flow import Store, Walker, function_grad_mode
+from ..flow import Store, overwritten_later, Walker, function_grad_mode
 from ..graph_tensors import GRAPH, MODULE, NOTHING, Evaluator, Value, looks_like_module_name, looks_like_parameter
 from ..imports import ImportMap
 from ..scopes import ClassRunner, self_name
@@ -103,7 +103,7 @@ def _sink(out: list[Finding], class_name: str | None, scope=None):
         target = _target(store)
         out.append(
             finding("GLF005", store.node, _message(target, store.value), class_name=class_name, attribute=target,
-                    data={"kind": store.kind})
+                    data={"kind": store.kind, "method": getattr(func, "name", ""), "node": store.node})
         )
 
     return sink
@@ -113,7 +113,7 @@ def check(runner: ClassRunner) -> list[Finding]:
     out: list[Finding] = []
     skip = getattr(runner, "forward_reached", set())
     runner.run_construction(_sink(out, runner.info.node.name, runner.info.node), skip)
-    return out
+    return _drop_overwritten(out, runner)
 
 
 def check_functions(tree: ast.Module, imports: ImportMap) -> list[Finding]:
@@ -134,4 +134,20 @@ def check_functions(tree: ast.Module, imports: ImportMap) -> list[Finding]:
         ev.building = True
         sink = _sink(out, None, node)
         Walker(ev, lambda store: sink(store, None)).run(node.body)
+    for f in out:
+        f.data.pop("node", None)
     return out
+
+
+def _drop_overwritten(findings: list[Finding], runner: ClassRunner) -> list[Finding]:
+    reported = {(f.line, f.col) for f in findings}
+    kept = []
+    for f in findings:
+        func = runner.info.facts.methods.get(f.data.get("method", ""))
+        target = f.data.pop("node", None)
+        if func is not None and target is not None and f.data.get("kind") == "attr" and overwritten_later(
+            func, target, f.attribute or "", reported
+        ):
+            continue
+        kept.append(f)
+    return kept

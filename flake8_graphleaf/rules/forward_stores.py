@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 
 from ..findings import Finding
-from ..flow import Store
+from ..flow import Store, overwritten_later
 from ..graph_tensors import ARG, GRAPH, MODULE
 from ..scopes import ClassRunner, self_name
 from . import finding, origin_text
@@ -97,7 +97,7 @@ def check(runner: ClassRunner) -> list[Finding]:
             out.append(f)
 
     runner.forward_reached = runner.run_forward(sink)
-    return out
+    return _drop_overwritten(out, runner)
 
 
 def _describe(value) -> tuple[str, str]:
@@ -120,7 +120,7 @@ def classify(store: Store, func: ast.FunctionDef, facts, class_name: str) -> Fin
     maybe = "" if value.kind == GRAPH else " if it is"
     target = store.text
     extra = {"class_name": class_name, "attribute": target}
-    extra["data"] = {"kind": store.kind, "method": func.name, "value_kind": value.kind, "root": store.root}
+    extra["data"] = {"kind": store.kind, "method": func.name, "value_kind": value.kind, "root": store.root, "node": store.node}
     if store.kind in ("attr", "setattr"):
         if store.kind == "setattr":
             name = store.name_node
@@ -180,3 +180,17 @@ def classify(store: Store, func: ast.FunctionDef, facts, class_name: str) -> Fin
             **extra,
         )
     return None
+
+
+def _drop_overwritten(findings: list[Finding], runner: ClassRunner) -> list[Finding]:
+    reported = {(f.line, f.col) for f in findings}
+    kept = []
+    for f in findings:
+        func = runner.info.facts.methods.get(f.data.get("method", ""))
+        target = f.data.pop("node", None)
+        if func is not None and target is not None and f.data.get("kind") == "attr" and overwritten_later(
+            func, target, f.attribute or "", reported
+        ):
+            continue
+        kept.append(f)
+    return kept

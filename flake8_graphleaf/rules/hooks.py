@@ -69,6 +69,7 @@ class _Hook:
         self.owner = owner
         self.skip = skip  # leading parameters bound by functools.partial
         self.self_name = self_name
+        self.bound_keywords: set[str] = set()  # parameters functools.partial binds by keyword
 
 
 def check(tree: ast.AST, imports: ImportMap, classes: dict[str, ClassInfo], module_classes: set[str]) -> list[Finding]:
@@ -92,7 +93,10 @@ def check(tree: ast.AST, imports: ImportMap, classes: dict[str, ClassInfo], modu
         hook = _resolve(hook_expr, scope, cls, tree, classes, parents, 0)
         if hook is None:
             continue
-        out += _check_hook(hook, kind, with_kwargs, imports, module_classes, call)
+        # Global hooks (register_module_forward_hook) live in a dict of torch's, not on any
+        # module: deepcopy(model) reaches only what they store on the module they get.
+        is_global = "register_module_" in ast.unparse(call.func)
+        out += _check_hook(hook, kind, with_kwargs, imports, module_classes, call, is_global)
     return out
 
 
@@ -156,7 +160,10 @@ def _resolve(expr, scope, cls: ClassInfo | None, tree, classes, parents, skip: i
         callee = expr.func
         last = callee.attr if isinstance(callee, ast.Attribute) else callee.id if isinstance(callee, ast.Name) else ""
         if last == "partial" and expr.args:
-            return _resolve(expr.args[0], scope, cls, tree, classes, parents, skip + len(expr.args) - 1, depth + 1)
+            hook = _resolve(expr.args[0], scope, cls, tree, classes, parents, skip + len(expr.args) - 1, depth + 1)
+            if hook is not None:
+                hook.bound_keywords |= {k.arg for k in expr.keywords if k.arg}
+            return hook
         if isinstance(callee, ast.Name) and callee.id in classes:
             target = classes[callee.id]
             call = target.facts.methods.get("__call__")
@@ -203,13 +210,13 @@ def _resolve(expr, scope, cls: ClassInfo | None, tree, classes, parents, skip: i
     return None
 
 
-def _check_hook(hook: _Hook, kind: str, with_kwargs: bool, imports, module_classes, call) -> list[Finding]:
+def _check_hook(hook: _Hook, kind: str, with_kwargs: bool, imports, module_classes, call, is_global: bool = False) -> list[Finding]:
     func = hook.func
     args = func.args
     params = [a.arg for a in args.posonlyargs + args.args]
     if hook.bound:
         params = params[1:]
-    params = params[hook.skip:]
+    params = [p for p in params[hook.skip:] if p not in hook.bound_keywords]
     env: dict[str, Value] = {}
     module_param = params[0] if params else None
     if module_param:
@@ -236,7 +243,7 @@ def _check_hook(hook: _Hook, kind: str, with_kwargs: bool, imports, module_class
     def sink(store: Store) -> None:
         if store.value.kind not in (GRAPH, ARG):
             return
-        on_self = self_name is not None and store.root == self_name
+        on_self = self_name is not None and store.root == self_name and not is_global
         on_module = store.root == module_param or (store.root_value.kind == MODULE and store.root not in env)
         if not (on_self or on_module):
             return
