@@ -201,6 +201,94 @@ def _alone_on_lines(ctx: _Context, stmt: ast.stmt) -> bool:
     return rest == "" or rest.startswith("#")
 
 
+# -- is an expression certainly a single tensor? ---------------------------------------
+# Unsafe fixes add `.detach()`; on a tuple, a dict or a model output that would crash,
+# so they are only offered where the value is certainly one tensor.
+_TUPLE_RESULTS = frozenset(
+    """split chunk unbind sort topk max min median mode kthvalue aminmax std_mean var_mean
+    frexp histogram meshgrid broadcast_tensors tensor_split hsplit vsplit dsplit unique
+    unique_consecutive svd qr eig eigh slogdet lstsq nonzero where tolist item
+    multi_head_attention_forward""".split()
+)
+_TENSOR_METHODS = frozenset(
+    """clone mean sum prod view reshape permute transpose contiguous float half double bfloat16 to
+    flatten squeeze unsqueeze softmax log_softmax sigmoid tanh relu exp log abs pow matmul mm bmm
+    norm std var masked_fill clamp clip expand expand_as repeat type_as cumsum cumprod flip roll
+    narrow select gather index_select masked_select mul add sub div neg sqrt rsqrt square
+    logsumexp amax amin diagonal tril triu t sin cos erf gelu silu cpu cuda detach_""".split()
+)
+_TENSOR_MODULES = frozenset(
+    """Linear Bilinear Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d BatchNorm1d
+    BatchNorm2d BatchNorm3d LayerNorm GroupNorm InstanceNorm1d InstanceNorm2d InstanceNorm3d RMSNorm
+    Embedding EmbeddingBag Dropout Dropout1d Dropout2d Dropout3d ReLU ReLU6 GELU SiLU Mish Sigmoid Tanh
+    Softmax LogSoftmax LeakyReLU ELU PReLU Hardswish Hardsigmoid Identity Flatten Unflatten Upsample
+    AvgPool1d AvgPool2d AvgPool3d AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveAvgPool3d PixelShuffle
+    MSELoss L1Loss CrossEntropyLoss NLLLoss BCELoss BCEWithLogitsLoss SmoothL1Loss HuberLoss KLDivLoss""".split()
+)
+
+
+def certainly_tensor(node: ast.AST, ctx: "_Context", method, depth: int = 0) -> bool:
+    if depth > 6 or node is None:
+        return False
+    self_name = _self_name(method) if method is not None else None
+    facts = None
+    if method is not None:
+        parent = ctx.parents.get(method)
+        info = ctx.classes.get(parent.name) if isinstance(parent, ast.ClassDef) else None
+        facts = info.facts if info is not None else None
+    if isinstance(node, (ast.BinOp,)):
+        if isinstance(node.op, ast.MatMult):
+            return True
+        return certainly_tensor(node.left, ctx, method, depth + 1) or certainly_tensor(node.right, ctx, method, depth + 1)
+    if isinstance(node, ast.UnaryOp) and not isinstance(node.op, ast.Not):
+        return certainly_tensor(node.operand, ctx, method, depth + 1)
+    if isinstance(node, ast.Subscript):
+        return certainly_tensor(node.value, ctx, method, depth + 1)
+    if isinstance(node, ast.Attribute):
+        if isinstance(node.value, ast.Name) and node.value.id == self_name and facts is not None:
+            return node.attr in facts.params or node.attr in facts.buffers
+        return node.attr in ("T", "mT", "H", "real", "imag") and certainly_tensor(node.value, ctx, method, depth + 1)
+    if isinstance(node, ast.Call):
+        func = node.func
+        qual = ctx.imports.qualname(func) or ""
+        last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if qual.startswith("torch."):
+            if last in _TUPLE_RESULTS or last[:1].isupper():
+                return False
+            if "pool" in last and any(k.arg == "return_indices" for k in node.keywords):
+                return False
+            return qual.count(".") == 1 or qual.startswith("torch.nn.functional.")
+        if isinstance(func, ast.Attribute):
+            recv = func.value
+            if isinstance(recv, ast.Name) and recv.id == self_name and facts is not None:
+                ctor = facts.submodule_ctors.get(func.attr, "")
+                return ctor.rsplit(".", 1)[-1] in _TENSOR_MODULES
+            if last in _TENSOR_METHODS:
+                return certainly_tensor(recv, ctx, method, depth + 1) or last in ("clone", "contiguous", "view", "reshape")
+        return False
+    if isinstance(node, ast.Name) and method is not None:
+        value = _last_assignment(method, node)
+        return value is not None and certainly_tensor(value, ctx, method, depth + 1)
+    return False
+
+
+def _last_assignment(method, use: ast.Name) -> ast.AST | None:
+    """The value of the single plain assignment to ``use.id`` before ``use`` in ``method``."""
+    found = []
+    for n in ast.walk(method):
+        if isinstance(n, (ast.Assign, ast.AnnAssign)) and (n.lineno, n.col_offset) < (use.lineno, use.col_offset):
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            if any(isinstance(t, ast.Name) and t.id == use.id for t in targets):
+                found.append(n)
+        elif isinstance(n, (ast.AugAssign, ast.For, ast.With, ast.NamedExpr)):
+            names = {x.id for x in ast.walk(n.target if not isinstance(n, ast.With) else n) if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store)}
+            if use.id in names:
+                return None
+    if len(found) != 1 or found[0].value is None:
+        return None
+    return found[0].value
+
+
 # -- rename to a local variable (safe) ------------------------------------------------
 def _rename_to_local(f: Finding, ctx: _Context) -> Fix | None:
     method = ctx.method(f)
@@ -265,12 +353,12 @@ def _detached_mirror(f: Finding, ctx: _Context) -> Fix | None:
     if stmt is None or not _alone_on_lines(ctx, stmt):
         return None
     desc = f"keep a detached copy in '{self_name}.{attr}' (readers outside forward lose its gradient)"
+    later = {id(n) for s in _reachable_after(method, stmt) for n in ast.walk(s)}
     later_reads = [
-        n for n in _self_attr_nodes(method, self_name, attr)
-        if isinstance(n.ctx, ast.Load) and (n.lineno, n.col_offset) > (stmt.end_lineno, stmt.end_col_offset)
+        n for n in _self_attr_nodes(method, self_name, attr) if isinstance(n.ctx, ast.Load) and id(n) in later
     ]
     if isinstance(stmt, ast.AugAssign) and stmt.target is target:
-        if later_reads:
+        if later_reads or not certainly_tensor(stmt.value, ctx, method):
             return None
         return Fix(UNSAFE, desc, (ctx.edit(stmt.value, _wrap(ctx, stmt.value) + ".detach()"),))
     if not isinstance(stmt, (ast.Assign, ast.AnnAssign)):
@@ -278,6 +366,10 @@ def _detached_mirror(f: Finding, ctx: _Context) -> Fix | None:
     value = stmt.value
     direct = isinstance(stmt, ast.AnnAssign) or (len(stmt.targets) == 1 and stmt.targets[0] is target)
     if value is None or (direct and isinstance(value, _DISPLAYS + (ast.IfExp, ast.Constant, ast.Lambda))):
+        return None
+    if direct and not certainly_tensor(value, ctx, method):
+        return None
+    if not direct and not _tensor_leaves(value, ctx, method):
         return None
     if direct and not later_reads:
         return Fix(UNSAFE, desc, (ctx.edit(value, _wrap(ctx, value) + ".detach()"),))
@@ -296,6 +388,20 @@ def _detached_mirror(f: Finding, ctx: _Context) -> Fix | None:
         insert = ctx.insert(end_line + 1, 0, mirror)
     edits = [ctx.edit(target, name), insert] + [ctx.edit(n, name) for n in later_reads]
     return Fix(UNSAFE, desc, tuple(edits))
+
+
+def _tensor_leaves(value: ast.AST, ctx: _Context, method) -> bool:
+    """Does unpacking ``value`` into a tuple target give tensors only?  Known for the
+    recurrent layers (output, (h, c)) and for tuple displays of tensors."""
+    if isinstance(value, ast.Tuple):
+        return all(certainly_tensor(e, ctx, method) for e in value.elts)
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and method is not None:
+        parent = ctx.parents.get(method)
+        info = ctx.classes.get(parent.name) if isinstance(parent, ast.ClassDef) else None
+        if info is not None and isinstance(value.func.value, ast.Name) and value.func.value.id == _self_name(method):
+            ctor = info.facts.submodule_ctors.get(value.func.attr, "")
+            return ctor.rsplit(".", 1)[-1] in ("LSTM", "GRU", "RNN")
+    return False
 
 
 # -- GLF002 ----------------------------------------------------------------------------
@@ -334,7 +440,7 @@ def _fix_container(f: Finding, ctx: _Context) -> Fix | None:
         stmt = _statement(node, parents)
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and stmt.targets[0] is node:
             value = stmt.value
-    if value is None or isinstance(value, _DISPLAYS + (ast.IfExp, ast.Constant)):
+    if value is None or not certainly_tensor(value, ctx, method):
         return None
     return Fix(UNSAFE, f"store .detach() in '{self_name}.{attr}' (readers outside forward lose the gradient)",
                (ctx.edit(value, _wrap(ctx, value) + ".detach()"),))
@@ -363,6 +469,8 @@ def _fix_buffer(f: Finding, ctx: _Context) -> Fix | None:
     why = " (forward reads the buffer afterwards: its gradient history changes)" if read_after else ""
     if kind == "attr" and isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and stmt.value is not None:
         if isinstance(stmt, ast.Assign) and not (len(stmt.targets) == 1 and stmt.targets[0] is node):
+            return None
+        if not certainly_tensor(stmt.value, ctx, method):
             return None
         return Fix(applicability, "assign .detach() of the new value" + why,
                    (ctx.edit(stmt.value, _wrap(ctx, stmt.value) + ".detach()"),))
@@ -474,9 +582,18 @@ def _fix_deepcopy(f: Finding, ctx: _Context) -> Fix | None:
     if call is None or len(call.args) != 1 or call.keywords:
         return None
     arg = call.args[0]
-    if isinstance(arg, _DISPLAYS + (ast.IfExp, ast.Constant)):
+    scope = ctx.parents.get(call)
+    while scope is not None and not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        scope = ctx.parents.get(scope)
+    if certainly_tensor(arg, ctx, scope):
+        caveat = "the copy no longer requires grad"
+    elif isinstance(arg, ast.Call) and not isinstance(arg.func, ast.Attribute) or (
+        isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute) and arg.func.attr in ("forward", "__call__")
+    ):
+        caveat = "the copy no longer requires grad; if the model returns a tuple or dict, copy each item instead"
+    else:
         return None
-    return Fix(UNSAFE, "copy the tensor with .detach().clone() (the copy no longer requires grad; a container would need each item copied)",
+    return Fix(UNSAFE, f"copy the tensor with .detach().clone() ({caveat})",
                (ctx.edit(call, _wrap(ctx, arg) + ".detach().clone()"),))
 
 

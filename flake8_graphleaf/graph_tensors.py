@@ -245,6 +245,7 @@ class ClassFacts:
         self.plain: set[str] = set()  # attributes assigned other known non-tensor values
         self.methods: dict[str, ast.FunctionDef] = {}
         self.submodule_classes: dict[str, tuple[str, int]] = {}  # attr -> (class name, line)
+        self.submodule_ctors: dict[str, str] = {}  # attr -> torch.nn class it was built from
 
 
 # A call back for ``self.method(...)``: given the method name, the argument values and

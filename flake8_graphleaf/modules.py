@@ -160,6 +160,8 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
             f.methods.setdefault(k, v)
         for k, v in base.submodule_classes.items():
             f.submodule_classes.setdefault(k, v)
+        for k, q in base.submodule_ctors.items():
+            f.submodule_ctors.setdefault(k, q)
     module_classes = {n for n, c in classes.items() if c.facts.is_module}
     for method in info.node.body:
         if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or not method.args.args:
@@ -210,6 +212,11 @@ def _classify(f: ClassFacts, attr: str, value: ast.AST, imports: ImportMap, modu
             return
         if qual.startswith("torch.nn.") and last[:1].isupper() and not qual.startswith("torch.nn.functional"):
             f.submodules.add(attr)
+            if last == "Sequential" and value.args and isinstance(value.args[-1], ast.Call):
+                # a Sequential returns what its last module returns
+                inner = imports.qualname(value.args[-1].func) or ""
+                qual = inner if inner.startswith("torch.nn.") else qual
+            f.submodule_ctors.setdefault(attr, qual)
             return
         if qual.startswith("torch") or last == "partial" or qual.split(".")[0] in _STDLIB or last in _STDLIB_CLASSES:
             f.plain.add(attr)
