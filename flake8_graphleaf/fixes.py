@@ -89,6 +89,18 @@ def _self_attr_nodes(method: ast.FunctionDef, self_name: str, attr: str) -> list
     return sorted(nodes, key=lambda n: (n.lineno, n.col_offset))
 
 
+def _self_attribute(f: Finding, ctx: "_Context"):
+    """(method, self name, attribute) for a finding on a plain ``self.<attr>``, else None."""
+    method = ctx.method(f)
+    if method is None:
+        return None
+    self_name = _self_name(method)
+    attr = (f.attribute or "").removeprefix(self_name + ".")
+    if f.attribute != f"{self_name}.{attr}" or not attr.isidentifier():
+        return None
+    return method, self_name, attr
+
+
 def _self_name(method) -> str:
     params = method.args.posonlyargs + method.args.args
     return params[0].arg if params else "self"
@@ -338,13 +350,10 @@ def _fix_attr_store(f: Finding, ctx: _Context) -> Fix | None:
 
 
 def _detached_mirror(f: Finding, ctx: _Context) -> Fix | None:
-    method = ctx.method(f)
-    if method is None:
+    found = _self_attribute(f, ctx)
+    if found is None:
         return None
-    self_name = _self_name(method)
-    attr = (f.attribute or "").removeprefix(self_name + ".")
-    if f.attribute != f"{self_name}.{attr}" or not attr.isidentifier():
-        return None
+    method, self_name, attr = found
     target = _at(method, f.line, f.col, ast.Attribute)
     if target is None:
         return None
@@ -408,13 +417,10 @@ def _tensor_leaves(value: ast.AST, ctx: _Context, method) -> bool:
 def _fix_container(f: Finding, ctx: _Context) -> Fix | None:
     if f.data.get("kind") != "container":
         return None
-    method = ctx.method(f)
-    if method is None:
+    found = _self_attribute(f, ctx)
+    if found is None:
         return None
-    self_name = _self_name(method)
-    attr = (f.attribute or "").removeprefix(self_name + ".")
-    if f.attribute != f"{self_name}.{attr}" or not attr.isidentifier():
-        return None
+    method, self_name, attr = found
     fix = _rename_to_local(f, ctx)
     if fix is not None:
         return fix

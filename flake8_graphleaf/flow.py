@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .graph_tensors import GRAPH, MODULE, NOTHING, Evaluator, Value, join, short
+from .stmtwalk import statements
 
 CONTAINER_MUTATORS = frozenset(
     "append extend insert update setdefault add appendleft extendleft __setitem__".split()
@@ -351,8 +352,6 @@ def overwritten_later(func: ast.AST, target: ast.AST, text: str, reported: set[t
     """Is the store at ``target`` replaced, in the same block and on every path, by a later
     plain assignment to the same attribute that is not itself reported?  Then the first
     value never outlives the method (``self.w = w * s; self.w = self.w.detach()``)."""
-    from .stmtwalk import statements  # local: flow is imported by the stmtwalk users
-
     blocks = [func.body] + [
         getattr(s, name) for s in statements(func) for name in ("body", "orelse", "finalbody")
         if isinstance(getattr(s, name, None), list)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 
 from ..findings import Finding
+from ..flow import overwritten_later
 
 
 def finding(code: str, node: ast.AST, message: str, **extra) -> Finding:
@@ -19,6 +20,22 @@ def finding(code: str, node: ast.AST, message: str, **extra) -> Finding:
         end_col=getattr(node, "end_col_offset", None),
         **extra,
     )
+
+
+def drop_overwritten(findings: list[Finding], runner) -> list[Finding]:
+    """Drop store findings whose value a later plain assignment replaces (see flow.overwritten_later)."""
+
+    reported = {(f.line, f.col) for f in findings}
+    kept = []
+    for f in findings:
+        func = runner.info.facts.methods.get(f.data.get("method", ""))
+        target = f.data.pop("node", None)
+        if func is not None and target is not None and f.data.get("kind") == "attr" and overwritten_later(
+            func, target, f.attribute or "", reported
+        ):
+            continue
+        kept.append(f)
+    return kept
 
 
 def origin_text(value) -> str:

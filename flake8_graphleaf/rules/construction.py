@@ -6,11 +6,11 @@ from __future__ import annotations
 import ast
 
 from ..findings import Finding
-from ..flow import Store, overwritten_later, Walker, function_grad_mode
+from ..flow import Store, Walker, function_grad_mode
 from ..graph_tensors import GRAPH, MODULE, NOTHING, Evaluator, Value, looks_like_module_name, looks_like_parameter
 from ..imports import ImportMap
 from ..scopes import ClassRunner, self_name
-from . import finding, origin_text
+from . import drop_overwritten, finding, origin_text
 
 RULES = {"GLF005": "non-leaf tensor stored on a module at construction"}
 
@@ -113,7 +113,7 @@ def check(runner: ClassRunner) -> list[Finding]:
     out: list[Finding] = []
     skip = getattr(runner, "forward_reached", set())
     runner.run_construction(_sink(out, runner.info.node.name, runner.info.node), skip)
-    return _drop_overwritten(out, runner)
+    return drop_overwritten(out, runner)
 
 
 def check_functions(tree: ast.Module, imports: ImportMap) -> list[Finding]:
@@ -137,17 +137,3 @@ def check_functions(tree: ast.Module, imports: ImportMap) -> list[Finding]:
     for f in out:
         f.data.pop("node", None)
     return out
-
-
-def _drop_overwritten(findings: list[Finding], runner: ClassRunner) -> list[Finding]:
-    reported = {(f.line, f.col) for f in findings}
-    kept = []
-    for f in findings:
-        func = runner.info.facts.methods.get(f.data.get("method", ""))
-        target = f.data.pop("node", None)
-        if func is not None and target is not None and f.data.get("kind") == "attr" and overwritten_later(
-            func, target, f.attribute or "", reported
-        ):
-            continue
-        kept.append(f)
-    return kept

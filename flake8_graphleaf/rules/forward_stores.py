@@ -6,10 +6,10 @@ from __future__ import annotations
 import ast
 
 from ..findings import Finding
-from ..flow import Store, overwritten_later
+from ..flow import Store
 from ..graph_tensors import ARG, GRAPH, MODULE
 from ..scopes import ClassRunner, self_name
-from . import finding, origin_text
+from . import drop_overwritten, finding, origin_text
 
 RULES = {
     "GLF001": "graph tensor stored on the module in forward (or a method reached from it)",
@@ -97,7 +97,7 @@ def check(runner: ClassRunner) -> list[Finding]:
             out.append(f)
 
     runner.forward_reached = runner.run_forward(sink)
-    return _drop_overwritten(out, runner)
+    return drop_overwritten(out, runner)
 
 
 def _describe(value) -> tuple[str, str]:
@@ -180,17 +180,3 @@ def classify(store: Store, func: ast.FunctionDef, facts, class_name: str) -> Fin
             **extra,
         )
     return None
-
-
-def _drop_overwritten(findings: list[Finding], runner: ClassRunner) -> list[Finding]:
-    reported = {(f.line, f.col) for f in findings}
-    kept = []
-    for f in findings:
-        func = runner.info.facts.methods.get(f.data.get("method", ""))
-        target = f.data.pop("node", None)
-        if func is not None and target is not None and f.data.get("kind") == "attr" and overwritten_later(
-            func, target, f.attribute or "", reported
-        ):
-            continue
-        kept.append(f)
-    return kept
