@@ -15,7 +15,7 @@ from .fixes import attach_fixes
 from .textpos import Text
 from .imports import ImportMap
 from .modules import collect_classes
-from .rules import construction, deepcopy_calls, forward_stores, hooks, legacy_norm
+from .rules import construction, deepcopy_calls, forward_stores, hooks, legacy_norm, pruning
 from .scopes import ClassRunner
 
 # A file that mentions none of these cannot have a finding.
@@ -58,6 +58,8 @@ def analyze_tree(
         findings += hooks.check(tree, imports, classes, module_classes)
     if source is None or "weight_norm" in source or "spectral_norm" in source or "WeightNorm" in source:
         findings += legacy_norm.check(tree, imports, classes)
+    if source is None or "prune" in source:
+        findings += pruning.check(tree, imports)
     if source is None or any(w in source for w in deepcopy_calls.WORDS):
         findings += deepcopy_calls.check(tree, imports, classes, module_classes, findings)
     unique: dict[tuple, Finding] = {}

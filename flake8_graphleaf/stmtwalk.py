@@ -26,3 +26,30 @@ def statements(node: ast.AST) -> Iterator[ast.stmt]:
         if cases:
             for case in reversed(cases):
                 stack.append(case)
+
+
+def own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
+    """Every node of a function's (or module's) body, but not those of nested functions
+    or classes, which are scopes of their own."""
+    stack = list(scope.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                stack.append(child)
+
+
+def scopes_with_classes(tree: ast.Module) -> list[tuple[ast.AST, "ast.ClassDef | None"]]:
+    """The module and every function, each with the class it is a method of (or None)."""
+    out: list[tuple[ast.AST, ast.ClassDef | None]] = [(tree, None)]
+    for s in statements(tree):
+        if isinstance(s, ast.ClassDef):
+            for item in s.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    out.append((item, s))
+    methods = {id(f) for f, c in out if c is not None}
+    for s in statements(tree):
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(s) not in methods:
+            out.append((s, None))
+    return out

@@ -11,7 +11,7 @@ from ..flow import Walker, function_grad_mode
 from ..graph_tensors import ARG, GRAPH, MODULE, NOTHING, Evaluator, Value, looks_like_module_name, short
 from ..imports import ImportMap
 from ..modules import ClassInfo
-from ..stmtwalk import statements
+from ..stmtwalk import own_nodes, statements
 from ..scopes import ClassRunner, is_forward_root, self_name
 from . import finding, origin_text
 
@@ -23,7 +23,7 @@ RULES = {
 WORDS = ("deepcopy", "AveragedModel", "ModelEma")
 COPIERS = {"copy.deepcopy": "copy.deepcopy", "torch.optim.swa_utils.AveragedModel": "AveragedModel"}
 COPIER_NAMES = ("AveragedModel", "ModelEma", "ModelEmaV2", "ModelEmaV3")
-BREAKING = frozenset({"GLF001", "GLF002", "GLF003", "GLF004", "GLF005", "GLF101", "GLF102"})
+BREAKING = frozenset({"GLF001", "GLF002", "GLF003", "GLF004", "GLF005", "GLF101", "GLF102", "GLF103"})
 
 EXAMPLES = [
     (
@@ -74,17 +74,6 @@ def _copier(node: ast.Call, imports: ImportMap) -> str | None:
     return None
 
 
-def _own_nodes(scope: ast.AST):
-    """Nodes of a function (or module) body, not those of nested functions or classes."""
-    stack = list(scope.body)
-    while stack:
-        node = stack.pop()
-        yield node
-        for child in ast.iter_child_nodes(node):
-            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                stack.append(child)
-
-
 def check(tree: ast.Module, imports: ImportMap, classes: dict[str, ClassInfo], module_classes: set[str], findings: list[Finding]) -> list[Finding]:
     # parents: only what the rule asks of it (the class of a method, the scope of a call)
     parents: dict = {}
@@ -95,7 +84,7 @@ def check(tree: ast.Module, imports: ImportMap, classes: dict[str, ClassInfo], m
             for item in s.body:
                 parents[item] = s
     for scope in scopes:
-        for node in _own_nodes(scope):
+        for node in own_nodes(scope):
             if isinstance(node, ast.Call) and node.args:
                 kind = _copier(node, imports)
                 if kind is not None:
