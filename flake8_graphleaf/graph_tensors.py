@@ -144,7 +144,9 @@ MODULE_API_NONE = frozenset(
     zero_grad extra_repr load_state_dict""".split()
 )
 
-_PARAM_NAME_RE = re.compile(r"^(weight|bias)(_|$)|_(weight|bias)$")
+_PARAM_NAME_RE = re.compile(
+    r"^(weight|bias)(_(ih|hh|hr|orig|g|v|raw)\w*)?$|_(weight|bias)$|^in_proj_(weight|bias)$"
+)
 
 
 # Names of methods rather than submodules: verbs and accessors.
@@ -246,6 +248,7 @@ class ClassFacts:
         self.methods: dict[str, ast.FunctionDef] = {}
         self.submodule_classes: dict[str, tuple[str, int]] = {}  # attr -> (class name, line)
         self.submodule_ctors: dict[str, str] = {}  # attr -> torch.nn class it was built from
+        self.assigned: set[str] = set()  # every self.X this class assigns somewhere
 
 
 # A call back for ``self.method(...)``: given the method name, the argument values and
@@ -306,8 +309,8 @@ class Evaluator:
             return Value(MODULE, f"self.{attr}")
         if attr in f.buffers or attr in f.functional or attr in f.plain or attr in f.methods:
             return NOTHING
-        if looks_like_parameter(attr) and f.is_module:
-            return Value(LEAF, f"parameter self.{attr}")
+        if looks_like_parameter(attr) and f.is_module and attr not in f.assigned:
+            return Value(LEAF, f"parameter self.{attr}")  # inherited, e.g. from nn.Linear
         return NOTHING
 
     # -- expressions --------------------------------------------------------------
@@ -565,10 +568,11 @@ class Evaluator:
                 if everything.kind >= LEAF or (recv.origin.startswith("self.") and not self.building and node.args):
                     return Value(GRAPH, f"{short(func)}(...)") if self.grad else NOTHING
                 return recv  # model.module, model.backbone: another module
-            # `model.init_hidden(n)`, `self.sub.prepare(x)`: a method, known only by what it is given
-            if not node.args and not node.keywords:
-                return recv if meth.startswith(("get_", "_get_")) else NOTHING
-            return self.computed(NOTHING, everything)
+            # `model.init_hidden(n)`, `self.sub.prepare(x)`: a method of a class we cannot see;
+            # what it returns is unknown, and unknown is not reported.
+            if not node.args and not node.keywords and meth.startswith(("get_", "_get_")):
+                return recv
+            return NOTHING
         if isinstance(recv_node, (ast.Constant, ast.JoinedStr)):
             return NOTHING
         if meth in CONTAINER_READS and recv.kind != LEAF:

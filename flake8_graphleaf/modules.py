@@ -103,6 +103,8 @@ def collect_classes(tree: ast.AST, imports: ImportMap, extra_bases: frozenset[st
         if fwd is None or any(_decorator_name(d) == "staticmethod" for d in fwd.decorator_list):
             continue
         foreign = [b for b in info.bases if b not in names]
+        if any(b.startswith("torch.jit.") for b in info.bases):
+            continue  # ScriptModules define their own __deepcopy__
         if foreign and all(b.rsplit(".", 1)[-1] not in _NOT_MODULE_BASES for b in info.bases):
             if not any(b.endswith(("Function", "Dataset")) for b in info.bases):
                 info.facts.is_module = True
@@ -156,6 +158,7 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
         f.submodules |= base.submodules
         f.functional |= base.functional
         f.plain |= base.plain
+        f.assigned |= base.assigned
         for k, v in base.methods.items():
             f.methods.setdefault(k, v)
         for k, v in base.submodule_classes.items():
@@ -190,6 +193,7 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
                 targets, value = [node.target], node.value
             for t in targets:
                 if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == self_name:
+                    f.assigned.add(t.attr)
                     _classify(f, t.attr, value, imports, module_classes, init_args, node.lineno)
 
 
