@@ -114,13 +114,15 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     tree = args.tree or default_tree()
     flake8_version = importlib.metadata.version("flake8")
-    base = make_venv("base", [f"flake8=={flake8_version}"])
+    # the same flake8 and the same versions of its own plugins, without this one
+    same = [f"{p}=={importlib.metadata.version(p)}" for p in ("flake8", "pycodestyle", "pyflakes", "mccabe")]
+    base = make_venv("base", same)
     runs: dict[str, list[str]] = {
         "base": [str(base), "-m", "flake8", "-j", "1", "--exit-zero", tree],
         "plugin": [sys.executable, "-m", "flake8", "-j", "1", "--exit-zero", tree],
     }
     if args.torchfix:
-        tfx = make_venv("torchfix", [f"flake8=={flake8_version}", "torchfix"])
+        tfx = make_venv("torchfix", same + ["torchfix"])
         runs["torchfix"] = [str(tfx), "-m", "flake8", "-j", "1", "--exit-zero", tree]
     graphleaf = [sys.executable, "-m", "flake8_graphleaf"]
     runs["glf-f8"] = [sys.executable, "-m", "flake8", "-j", "1", "--select=GLF", "--exit-zero", tree]
