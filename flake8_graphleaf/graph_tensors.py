@@ -546,8 +546,6 @@ class Evaluator:
                 return Value(GRAPH, "super().forward(...)") if self.grad else NOTHING
             if meth == "__init__":
                 return NOTHING
-            if self.on_method is not None and self.facts is not None and meth in self.facts.methods:
-                pass
             return everything if self.grad else _containers_only(everything)
         if self.is_self(recv_node):
             return self._self_call(node, meth, pos, kw, everything)

@@ -14,11 +14,9 @@ from .modules import ClassInfo
 
 StoreSink = Callable[[Store, ast.FunctionDef], None]
 
-# Methods through which training runs a module with grad on.
-ROOT_METHODS = ("forward", "__call__", "training_step")
-
-
 def is_forward_root(name: str, info: ClassInfo) -> bool:
+    """Methods through which training runs a module with grad on.  (Trainers run
+    validation_step / test_step under no_grad or inference_mode.)"""
     if name in ("forward", "__call__") or name.startswith("forward_"):
         return True
     return name == "training_step" or (info.is_lightning and name in ("training_step", "shared_step"))
