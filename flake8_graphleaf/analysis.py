@@ -54,14 +54,14 @@ def analyze_tree(
         findings += construction.check(runner)
     if source is None or "setattr" in source:
         findings += construction.check_functions(tree, imports)
-    if source is None or "hook" in source:
+    if source is None or "register_forward" in source or "register_module_forward" in source:
         findings += hooks.check(tree, imports, classes, module_classes)
     if source is None or "weight_norm" in source or "spectral_norm" in source or "WeightNorm" in source:
         findings += legacy_norm.check(tree, imports, classes)
     if source is None or "utils.prune" in source or any(v.startswith(pruning.PREFIX[:-1]) for v in imports.names.values()):
         findings += pruning.check(tree, imports)
     if source is None or any(w in source for w in deepcopy_calls.WORDS):
-        findings += deepcopy_calls.check(tree, imports, classes, module_classes, findings)
+        findings += deepcopy_calls.check(tree, imports, classes, module_classes, findings, source)
     unique: dict[tuple, Finding] = {}
     for f in findings:
         unique.setdefault((f.line, f.col, f.code), f)

@@ -5,6 +5,7 @@ pass several times cheaper than ``ast.walk``."""
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterator
 
 _BODIES = ("body", "orelse", "finalbody", "handlers")
@@ -53,3 +54,22 @@ def scopes_with_classes(tree: ast.Module) -> list[tuple[ast.AST, "ast.ClassDef |
         if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(s) not in methods:
             out.append((s, None))
     return out
+
+
+def lines_matching(source: str, pattern: re.Pattern) -> set[int]:
+    """1-based numbers of the lines where ``pattern`` matches: a cheap way to find the few
+    places worth walking before walking anything."""
+    return {source.count("\n", 0, m.start()) + 1 for m in pattern.finditer(source)}
+
+
+def scopes_at(tree: ast.Module, lines: set[int]) -> list[ast.AST]:
+    """The innermost functions (or the module) whose own code spans one of ``lines``."""
+    found: dict[int, ast.AST] = {}
+    for line in lines:
+        best: ast.AST = tree
+        for s in statements(tree):
+            if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.lineno <= line <= s.end_lineno:
+                if best is tree or s.lineno >= best.lineno:
+                    best = s
+        found[id(best)] = best
+    return list(found.values())

@@ -5,13 +5,14 @@ class of ``m`` is defined in this file and has a finding that makes the copy fai
 from __future__ import annotations
 
 import ast
+import re
 
 from ..findings import Finding
 from ..flow import Walker, function_grad_mode
 from ..graph_tensors import ARG, GRAPH, MODULE, NOTHING, Evaluator, Value, looks_like_module_name, short
 from ..imports import ImportMap
 from ..modules import ClassInfo
-from ..stmtwalk import own_nodes, statements
+from ..stmtwalk import lines_matching, own_nodes, scopes_at, statements
 from ..scopes import ClassRunner, is_forward_root, self_name
 from . import finding, origin_text
 
@@ -74,11 +75,23 @@ def _copier(node: ast.Call, imports: ImportMap) -> str | None:
     return None
 
 
-def check(tree: ast.Module, imports: ImportMap, classes: dict[str, ClassInfo], module_classes: set[str], findings: list[Finding]) -> list[Finding]:
+CALL_TEXT = re.compile(r"\b(deepcopy|AveragedModel|ModelEma\w*)\s*\(")
+
+
+def check(
+    tree: ast.Module, imports: ImportMap, classes: dict[str, ClassInfo], module_classes: set[str],
+    findings: list[Finding], source: str | None = None,
+) -> list[Finding]:
     # parents: only what the rule asks of it (the class of a method, the scope of a call)
     parents: dict = {}
     targets: dict[int, tuple[ast.Call, str]] = {}
-    scopes = [tree] + [s for s in statements(tree) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    if source is not None:
+        lines = lines_matching(source, CALL_TEXT)
+        if not lines:
+            return []
+        scopes = scopes_at(tree, lines)
+    else:
+        scopes = [tree] + [s for s in statements(tree) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
     for s in statements(tree):
         if isinstance(s, ast.ClassDef):
             for item in s.body:
@@ -95,13 +108,14 @@ def check(tree: ast.Module, imports: ImportMap, classes: dict[str, ClassInfo], m
     parents["module"] = tree
     broken = _broken_classes(classes, findings)
     out: list[Finding] = []
-    scopes: dict[int, ast.AST] = {}
+    copying: dict[int, ast.AST] = {}
     for node, kind in targets.values():
         scope = _scope(node, parents)
-        scopes.setdefault(id(scope), scope)
-        out += _glf202(node, kind, scope, parents, classes, broken)
+        copying.setdefault(id(scope), scope)
+        if broken:
+            out += _glf202(node, kind, scope, parents, classes, broken)
     # GLF201 needs what each argument holds: walk the functions that copy something.
-    for scope in scopes.values():
+    for scope in copying.values():
         out += _glf201(scope, parents, classes, imports, module_classes, targets)
     return out
 
