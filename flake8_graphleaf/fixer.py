@@ -76,8 +76,10 @@ def fix_source(
     result = FixResult(source)
     current = source
     reported: set[tuple[str, int, int]] = set()
+    analysed: tuple[str, list[Finding]] | None = None  # the last analysis, and of which text
     for _ in range(MAX_ROUNDS):
         findings = analyze_source(current, filename, options)
+        analysed = (current, findings)
         noqa = noqa_map(current)
         chosen: list[Finding] = []
         taken: list[Edit] = []
@@ -125,7 +127,9 @@ def fix_source(
     result.source = current
     # What is left: findings with no fix, or with a fix that was not enabled.
     noqa = noqa_map(current)
-    for f in analyze_source(current, filename, options):
+    # The loop usually ends by analysing the final text and finding nothing to apply.
+    final = analysed[1] if analysed is not None and analysed[0] == current else analyze_source(current, filename, options)
+    for f in final:
         if (wanted is not None and not wanted(f.code)) or is_silenced(f.code, f.line, noqa):
             continue
         if f.fix is None:

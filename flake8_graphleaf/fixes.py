@@ -21,6 +21,7 @@ from .findings import SAFE, UNSAFE, Edit, Finding, Fix
 from .flow import CONTAINER_MUTATORS
 from .imports import ImportMap
 from .modules import ClassInfo
+from .stmtwalk import parent_map
 from .textpos import Text
 
 _SIMPLE = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
@@ -49,10 +50,7 @@ class _Context:
     @property
     def parents(self) -> dict:
         if self._parents is None:
-            self._parents = {}
-            for node in ast.walk(self.tree):
-                for child in ast.iter_child_nodes(node):
-                    self._parents[child] = node
+            self._parents = parent_map(self.tree)
         return self._parents
 
     def method(self, f: Finding) -> ast.FunctionDef | None:
@@ -303,13 +301,10 @@ def _last_assignment(method, use: ast.Name) -> ast.AST | None:
 
 # -- rename to a local variable (safe) ------------------------------------------------
 def _rename_to_local(f: Finding, ctx: _Context) -> Fix | None:
-    method = ctx.method(f)
-    if method is None:
+    found = _self_attribute(f, ctx)
+    if found is None:
         return None
-    self_name = _self_name(method)
-    attr = (f.attribute or "").removeprefix(self_name + ".")
-    if not attr.isidentifier() or f.attribute != f"{self_name}.{attr}":
-        return None
+    method, self_name, attr = found
     nodes = _self_attr_nodes(method, self_name, attr)
     if not nodes:
         return None

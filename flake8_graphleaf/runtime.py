@@ -33,6 +33,8 @@ from typing import Any, Iterable, Iterator
 import torch
 from torch import nn
 
+from .stmtwalk import parent_map
+
 __all__ = [
     "GraphTensor",
     "Source",
@@ -458,11 +460,7 @@ def _parsed(path: str):
             tree = ast.parse(fh.read())
     except (OSError, SyntaxError, ValueError):
         return None
-    parents = {}
-    for node in ast.walk(tree):
-        for child in ast.iter_child_nodes(node):
-            parents[child] = node
-    return tree, parents
+    return tree, parent_map(tree)
 
 
 def _built_at(path: str, line: int, col: int, chain: tuple[str, ...]) -> bool:

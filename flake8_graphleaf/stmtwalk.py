@@ -73,3 +73,12 @@ def scopes_at(tree: ast.Module, lines: set[int]) -> list[ast.AST]:
                     best = s
         found[id(best)] = best
     return list(found.values())
+
+
+def parent_map(tree: ast.AST) -> dict[ast.AST, ast.AST]:
+    """child -> parent for every node: built only by the few checks that need it."""
+    parents: dict[ast.AST, ast.AST] = {}
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            parents[child] = node
+    return parents

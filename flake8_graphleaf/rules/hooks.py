@@ -17,6 +17,7 @@ from ..flow import Store, Walker
 from ..graph_tensors import ARG, GRAPH, MODULE, NOTHING, Evaluator, Value
 from ..imports import ImportMap
 from ..modules import ClassInfo
+from ..stmtwalk import parent_map
 from . import finding, origin_text
 
 RULES = {"GLF003": "forward hook stores a graph tensor where deepcopy of the model reaches it"}
@@ -82,7 +83,7 @@ def check(tree: ast.AST, imports: ImportMap, classes: dict[str, ClassInfo], modu
                 calls.append((node, FORWARD[name]))
     if not calls:
         return []
-    parents = _parents(tree)
+    parents = parent_map(tree)
     out: list[Finding] = []
     for call, kind in calls:
         hook_expr = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "hook"), None)
@@ -98,14 +99,6 @@ def check(tree: ast.AST, imports: ImportMap, classes: dict[str, ClassInfo], modu
         is_global = "register_module_" in ast.unparse(call.func)
         out += _check_hook(hook, kind, with_kwargs, imports, module_classes, call, is_global)
     return out
-
-
-def _parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
-    parents = {}
-    for node in ast.walk(tree):
-        for child in ast.iter_child_nodes(node):
-            parents[child] = node
-    return parents
 
 
 def _enclosing(node, parents, classes):

@@ -14,6 +14,7 @@ import ast
 from ..findings import Finding
 from ..imports import ImportMap
 from ..modules import ClassInfo
+from ..stmtwalk import parent_map
 from . import finding
 
 RULES = {
@@ -90,10 +91,7 @@ def check(tree: ast.AST, imports: ImportMap, classes: dict[str, ClassInfo]) -> l
                 inner.add(id(sub))
     if not hits:
         return []
-    parents = {}
-    for node in ast.walk(tree):
-        for child in ast.iter_child_nodes(node):
-            parents[child] = node
+    parents = parent_map(tree)
     out = []
     for node, (code, name, new) in hits:
         if _is_fallback(node, parents, imports):
