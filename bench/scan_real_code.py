@@ -31,7 +31,7 @@ def main(root: str, out_path: str) -> int:
                 try:
                     with open(path, encoding="utf-8") as fh:
                         source = fh.read()
-                    findings = analyze_source(source, path, with_fixes=False)
+                    findings = analyze_source(source, path)
                 except (SyntaxError, UnicodeDecodeError, ValueError):
                     unparsable += 1
                     continue

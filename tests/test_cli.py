@@ -211,12 +211,12 @@ def test_check_and_fix_never_import_torch(tmp_path):
 def test_lazy_subcommand_missing_module_is_a_clear_error(monkeypatch, capsys):
     import importlib
 
-    from flake8_graphleaf import cli
+    from flake8_graphleaf.cli import app as cli
 
     real = importlib.import_module
 
     def fake(name, *a, **k):
-        if name == "flake8_graphleaf.verify":
+        if name == "flake8_graphleaf.cli.verify":
             raise ImportError("No module named 'torch'")
         return real(name, *a, **k)
 
@@ -230,10 +230,10 @@ def test_lazy_subcommand_missing_module_is_a_clear_error(monkeypatch, capsys):
 def test_lazy_subcommands_run_their_module(name, monkeypatch, capsys):
     import types
 
-    from flake8_graphleaf import cli
+    from flake8_graphleaf.cli import app as cli
 
-    mod = types.ModuleType(f"flake8_graphleaf.{name}")
+    mod = types.ModuleType(f"flake8_graphleaf.cli.{name}")
     mod.add_arguments = lambda p: p.add_argument("target")
     mod.run = lambda args: 7 if args.target == "x" else 0
-    monkeypatch.setitem(sys.modules, f"flake8_graphleaf.{name}", mod)
+    monkeypatch.setitem(sys.modules, f"flake8_graphleaf.cli.{name}", mod)
     assert cli.main([name, "x"]) == 7

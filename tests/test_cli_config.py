@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from flake8_graphleaf.config import ConfigError, Settings, load
-from flake8_graphleaf.files import discover, parse_gitignore
+from flake8_graphleaf.cli.config import ConfigError, Settings, load
+from flake8_graphleaf.cli.files import discover, parse_gitignore
 from test_cli import BUGGY, run
 
 

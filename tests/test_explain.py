@@ -1,4 +1,4 @@
-"""``graphleaf explain`` end to end, through ``python -m flake8_graphleaf.explain`` in a subprocess."""
+"""``graphleaf explain`` end to end, through ``python -m flake8_graphleaf.cli.explain`` in a subprocess."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ MODELS = os.path.join("fixtures", "models")
 
 def explain(*args, cwd=ROOT, pre=None):
     if pre is None:
-        cmd = [sys.executable, "-m", "flake8_graphleaf.explain", *args]
+        cmd = [sys.executable, "-m", "flake8_graphleaf.cli.explain", *args]
     else:  # run with some setup first, e.g. torch made unimportable
-        code = pre + "\nimport sys\nfrom flake8_graphleaf.explain import main\nsys.exit(main(sys.argv[1:]))"
+        code = pre + "\nimport sys\nfrom flake8_graphleaf.cli.explain import main\nsys.exit(main(sys.argv[1:]))"
         cmd = [sys.executable, "-c", code, *args]
     env = dict(os.environ, PYTHONWARNINGS="ignore")
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=300, env=env)
@@ -37,7 +37,7 @@ def test_without_torch_prints_install_hint_and_exits_2():
 def test_linter_and_targets_do_not_import_torch():
     code = (
         "import sys; sys.modules['torch'] = None\n"
-        "import flake8_graphleaf.analysis, flake8_graphleaf.plugin, flake8_graphleaf.targets, flake8_graphleaf.explain\n"
+        "import flake8_graphleaf.analysis, flake8_graphleaf.plugin, flake8_graphleaf.runtime.targets, flake8_graphleaf.cli.explain\n"
         "print('ok')"
     )
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)

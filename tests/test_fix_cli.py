@@ -259,7 +259,7 @@ def test_many_files_in_parallel_are_all_fixed_once(tmp_path):
 
 
 def test_writer_refuses_text_its_encoding_cannot_hold(tmp_path):
-    from flake8_graphleaf.writer import SourceError, encode, read_source
+    from flake8_graphleaf.fix.writer import SourceError, encode, read_source
 
     p = tmp_path / "latin.py"
     p.write_bytes(b"# -*- coding: latin-1 -*-\nx = 1\n")
@@ -271,7 +271,7 @@ def test_writer_refuses_text_its_encoding_cannot_hold(tmp_path):
 
 
 def test_interrupted_write_leaves_the_old_file(tmp_path, monkeypatch):
-    from flake8_graphleaf import writer
+    from flake8_graphleaf.fix import writer
 
     p = tmp_path / "m.py"
     p.write_text("old\n")
@@ -287,7 +287,7 @@ def test_interrupted_write_leaves_the_old_file(tmp_path, monkeypatch):
 
 
 def test_write_refuses_a_file_changed_meanwhile(tmp_path):
-    from flake8_graphleaf.writer import SourceError, write_atomic
+    from flake8_graphleaf.fix.writer import SourceError, write_atomic
 
     p = tmp_path / "m.py"
     p.write_text("changed\n")
@@ -301,7 +301,7 @@ def test_write_refuses_a_file_changed_meanwhile(tmp_path):
     b"\xef\xbb\xbfa\r\n",
 ])
 def test_unchanged_text_encodes_back_to_the_same_bytes(raw):
-    from flake8_graphleaf.writer import decode, encode
+    from flake8_graphleaf.fix.writer import decode, encode
 
     src = decode(raw)
     assert encode(src, src.text) == raw

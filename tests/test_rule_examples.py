@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from flake8_graphleaf.analysis import analyze_source
-from flake8_graphleaf.rules import all_examples, all_rules
+from flake8_graphleaf.analysis.rules import all_examples, all_rules
 
 EXAMPLES = all_examples()
 

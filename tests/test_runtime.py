@@ -15,7 +15,7 @@ nn = torch.nn
 
 from flake8_graphleaf.analysis import analyze_source  # noqa: E402
 from flake8_graphleaf.runtime import explain, find_graph_tensors, trace_stores  # noqa: E402
-from flake8_graphleaf.targets import resolve_target  # noqa: E402
+from flake8_graphleaf.runtime.targets import resolve_target  # noqa: E402
 
 pytestmark = pytest.mark.torch
 

@@ -49,7 +49,7 @@ pytestmark = pytest.mark.torch
 
 def _verify(tmp_path, *argv, name="out"):
     pytest.importorskip("torch")
-    from flake8_graphleaf import verify
+    from flake8_graphleaf.cli import verify
 
     out = tmp_path / f"{name}.json"
     rc = verify.main([*argv, "--json", str(out)])
@@ -123,7 +123,7 @@ def test_safe_fixes_only_without_unsafe_flag(tmp_path, capsys):
 
 def test_cuda_line_or_exit_2(tmp_path, capsys):
     torch = pytest.importorskip("torch")
-    from flake8_graphleaf import verify
+    from flake8_graphleaf.cli import verify
 
     if torch.cuda.is_available():
         pytest.skip("a GPU is present")
@@ -135,8 +135,8 @@ def test_cuda_line_or_exit_2(tmp_path, capsys):
 
 
 def _fake_fixer(replace_old, replace_new, applicability, code, line, cls, attr):
-    from flake8_graphleaf.findings import Finding, Fix
-    from flake8_graphleaf.fixer import FixResult
+    from flake8_graphleaf.analysis.findings import Finding, Fix
+    from flake8_graphleaf.fix.fixer import FixResult
 
     def fix(source, filename="<unknown>", *, unsafe=False, wanted=None, options=None):
         if replace_old not in source:
@@ -151,9 +151,10 @@ def _fake_fixer(replace_old, replace_new, applicability, code, line, cls, attr):
 def test_a_wrong_safe_fix_fails(tmp_path, monkeypatch):
     """A fixer that detaches the loss and calls it SAFE must be caught."""
     pytest.importorskip("torch")
-    from flake8_graphleaf import verify
+    from flake8_graphleaf.cli import verify
+    from flake8_graphleaf.runtime.verify import pipeline
 
-    monkeypatch.setattr(verify, "_fix_source", _fake_fixer(
+    monkeypatch.setattr(pipeline, "_fix_source", _fake_fixer(
         "self.loss = F.cross_entropy(logits, target, ignore_index=255)",
         "self.loss = F.cross_entropy(logits, target, ignore_index=255).detach()",
         "safe", "GLF001", 18, "SegHead", "self.loss"))
@@ -166,9 +167,10 @@ def test_a_wrong_safe_fix_fails(tmp_path, monkeypatch):
 
 def test_a_fix_that_changes_outputs_fails(tmp_path, monkeypatch):
     pytest.importorskip("torch")
-    from flake8_graphleaf import verify
+    from flake8_graphleaf.cli import verify
+    from flake8_graphleaf.runtime.verify import pipeline
 
-    monkeypatch.setattr(verify, "_fix_source", _fake_fixer(
+    monkeypatch.setattr(pipeline, "_fix_source", _fake_fixer(
         "        self.cache = out\n        return out", "        return out * 1.0001",
         "safe", "GLF001", 15, "CachingMLP", "self.cache"))
     rc, data = _verify(tmp_path, os.path.join(FIXTURES, "cache_last_output.py"), "--device", "cpu")
@@ -179,9 +181,10 @@ def test_a_fix_that_changes_outputs_fails(tmp_path, monkeypatch):
 
 def test_a_fix_that_does_not_fix_fails(tmp_path, monkeypatch):
     pytest.importorskip("torch")
-    from flake8_graphleaf import verify
+    from flake8_graphleaf.cli import verify
+    from flake8_graphleaf.runtime.verify import pipeline
 
-    monkeypatch.setattr(verify, "_fix_source", _fake_fixer(
+    monkeypatch.setattr(pipeline, "_fix_source", _fake_fixer(
         "        self.cache = out\n", "        self.cache = out  # fixed?\n",
         "safe", "GLF001", 15, "CachingMLP", "self.cache"))
     rc, data = _verify(tmp_path, os.path.join(FIXTURES, "cache_last_output.py"), "--device", "cpu")
@@ -192,7 +195,7 @@ def test_a_fix_that_does_not_fix_fails(tmp_path, monkeypatch):
 
 def test_junit_xml(tmp_path):
     pytest.importorskip("torch")
-    from flake8_graphleaf import verify
+    from flake8_graphleaf.cli import verify
 
     xml = tmp_path / "v.xml"
     rc = verify.main([os.path.join(FIXTURES, "forward_hook_saver.py"), os.path.join(FIXTURES, "cache_last_output.py"),
@@ -229,7 +232,7 @@ USER_MODEL = textwrap.dedent('''
 
 def test_user_model_names_the_graph_tensors(tmp_path, capsys):
     pytest.importorskip("torch")
-    from flake8_graphleaf import verify
+    from flake8_graphleaf.cli import verify
 
     path = tmp_path / "user_model.py"
     path.write_text(USER_MODEL)
@@ -254,7 +257,7 @@ def test_user_model_fixed_by_the_fixer(tmp_path):
 
 def test_bad_target_exits_2(tmp_path, capsys):
     pytest.importorskip("torch")
-    from flake8_graphleaf import verify
+    from flake8_graphleaf.cli import verify
 
     assert verify.main(["--model", str(tmp_path / "nope.py") + ":make", "--device", "cpu"]) == 2
     assert "does not exist" in capsys.readouterr().err
@@ -263,9 +266,9 @@ def test_bad_target_exits_2(tmp_path, capsys):
 NO_TORCH = textwrap.dedent('''
     import sys
     sys.modules["torch"] = None  # "import torch" now raises ImportError
-    import flake8_graphleaf.verify as verify
-    import flake8_graphleaf.fixer, flake8_graphleaf.analysis
-    from flake8_graphleaf.fixer import fix_source
+    import flake8_graphleaf.cli.verify as verify
+    import flake8_graphleaf.fix.fixer, flake8_graphleaf.analysis
+    from flake8_graphleaf.fix.fixer import fix_source
     fix_source(open(sys.argv[1]).read(), sys.argv[1])
     sys.exit(verify.main(sys.argv[2:]))
 ''')

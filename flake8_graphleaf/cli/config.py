@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .rules import all_rules
+from ..analysis.rules import all_rules
 
 # ruff's default exclusions.
 DEFAULT_EXCLUDE = (

@@ -14,7 +14,7 @@ import ast
 
 from ..findings import Finding
 from ..flow import Store, Walker
-from ..graph_tensors import ARG, GRAPH, MODULE, NOTHING, Evaluator, Value
+from ..graph_tensors import ARG, GRAPH, MODULE, Evaluator, Value
 from ..imports import ImportMap
 from ..modules import ClassInfo
 from ..stmtwalk import parent_map

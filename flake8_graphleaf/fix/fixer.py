@@ -6,10 +6,11 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from .analysis import Options, analyze_source
-from .findings import SAFE, Edit, Finding
-from .noqa import is_silenced, noqa_map
-from .textpos import split_lines
+from ..analysis import Options
+from ..analysis.findings import SAFE, Edit, Finding
+from ..analysis.noqa import is_silenced, noqa_map
+from ..analysis.textpos import split_lines
+from .attach import analyze_with_fixes
 
 MAX_ROUNDS = 6
 
@@ -78,7 +79,7 @@ def fix_source(
     reported: set[tuple[str, int, int]] = set()
     analysed: tuple[str, list[Finding]] | None = None  # the last analysis, and of which text
     for _ in range(MAX_ROUNDS):
-        findings = analyze_source(current, filename, options)
+        findings = analyze_with_fixes(current, filename, options)
         analysed = (current, findings)
         noqa = noqa_map(current)
         chosen: list[Finding] = []
@@ -128,7 +129,7 @@ def fix_source(
     # What is left: findings with no fix, or with a fix that was not enabled.
     noqa = noqa_map(current)
     # The loop usually ends by analysing the final text and finding nothing to apply.
-    final = analysed[1] if analysed is not None and analysed[0] == current else analyze_source(current, filename, options)
+    final = analysed[1] if analysed is not None and analysed[0] == current else analyze_with_fixes(current, filename, options)
     for f in final:
         if (wanted is not None and not wanted(f.code)) or is_silenced(f.code, f.line, noqa):
             continue

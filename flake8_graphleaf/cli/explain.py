@@ -16,7 +16,7 @@ import os
 import sys
 from typing import Any, Sequence
 
-from .targets import TargetError, resolve_target
+from ..runtime.targets import TargetError, resolve_target
 
 EXIT_OK, EXIT_FAILS, EXIT_USAGE = 0, 1, 2
 
@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     import copy
 
-    from . import runtime
+    from .. import runtime
 
     try:
         target = resolve_target(args.target)

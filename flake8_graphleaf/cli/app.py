@@ -17,20 +17,21 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import __version__
-from .analysis import Options, analyze_source
+from .. import __version__
+from ..analysis import Options
+from ..fix.attach import analyze_with_fixes
 from .config import ConfigError, Settings, check_codes, load
 from .files import discover
-from .findings import SAFE, Finding
-from .fixer import fix_source
-from .noqa import file_is_skipped, is_silenced, noqa_map
+from ..analysis.findings import SAFE, Finding
+from ..fix.fixer import fix_source
+from ..analysis.noqa import file_is_skipped, is_silenced, noqa_map
 from .output import FORMATS, FileReport, render, statistics
-from .rules import all_rules
-from .writer import SourceError, Source, check_parses, decode, encode, read_source, restore_newlines, write_atomic
+from ..analysis.rules import all_rules
+from ..fix.writer import SourceError, Source, check_parses, decode, encode, read_source, restore_newlines, write_atomic
 
 LAZY = {
-    "explain": ("flake8_graphleaf.explain", "show, for one finding, the tensor's autograd history (needs torch)"),
-    "verify": ("flake8_graphleaf.verify", "run the model and prove that deepcopy works (needs torch)"),
+    "explain": ("flake8_graphleaf.cli.explain", "show, for one finding, the tensor's autograd history (needs torch)"),
+    "verify": ("flake8_graphleaf.cli.verify", "run the model and prove that deepcopy works (needs torch)"),
 }
 STDIN = "-"
 
@@ -43,7 +44,7 @@ def _analyse(src: Source, path: str, settings: Settings) -> tuple[list[Finding],
     if file_is_skipped(src.text):
         return [], None, 1
     try:
-        findings = analyze_source(src.text, path, Options(module_bases=settings.module_bases))
+        findings = analyze_with_fixes(src.text, path, Options(module_bases=settings.module_bases))
     except SyntaxError as exc:
         return [], f"{exc.msg} (line {exc.lineno or 1})", exc.lineno or 1
     except ValueError as exc:  # null bytes

@@ -1,4 +1,4 @@
-"""Runs every rule over one file's ``ast`` tree.  Knows nothing of flake8 or the CLI.
+"""Runs every rule over one file's ``ast`` tree.  Knows nothing of flake8, the CLI, fixes or torch.
 
 Cost model: flake8 has already parsed the file; a cheap text gate drops files
 that cannot have a finding, and only module classes and functions that mention
@@ -11,8 +11,6 @@ import ast
 from dataclasses import dataclass, field
 
 from .findings import Finding
-from .fixes import attach_fixes
-from .textpos import Text
 from .imports import ImportMap
 from .modules import collect_classes
 from .rules import construction, deepcopy_calls, forward_stores, hooks, legacy_norm, pruning
@@ -27,20 +25,31 @@ class Options:
     module_bases: frozenset[str] = field(default_factory=frozenset)
 
 
-def analyze_source(
-    source: str, filename: str = "<unknown>", options: Options | None = None, with_fixes: bool = True
-) -> list[Finding]:
-    """Parse ``source`` and return its findings (with their fixes); raises SyntaxError
-    (or ValueError for a NUL byte) if it does not parse."""
-    tree = ast.parse(source, filename=filename)
-    return analyze_tree(tree, source, options, with_fixes=with_fixes)
+@dataclass
+class FileAnalysis:
+    """One file's findings, and the facts the rules worked from (the fixer builds its edits on them)."""
+
+    tree: ast.AST
+    source: str | None
+    findings: list[Finding]
+    classes: dict = field(default_factory=dict)
+    imports: ImportMap | None = None
 
 
-def analyze_tree(
-    tree: ast.AST, source: str | None = None, options: Options | None = None, with_fixes: bool = False
-) -> list[Finding]:
+def analyze_source(source: str, filename: str = "<unknown>", options: Options | None = None) -> list[Finding]:
+    """Parse ``source`` and return its findings; raises SyntaxError (or ValueError for a NUL
+    byte) if it does not parse."""
+    return analyze_file(ast.parse(source, filename=filename), source, options).findings
+
+
+def analyze_tree(tree: ast.AST, source: str | None = None, options: Options | None = None) -> list[Finding]:
+    """The findings of an already parsed file (flake8 hands us its tree)."""
+    return analyze_file(tree, source, options).findings
+
+
+def analyze_file(tree: ast.AST, source: str | None = None, options: Options | None = None) -> FileAnalysis:
     if source is not None and not any(w in source for w in GATE_WORDS):
-        return []
+        return FileAnalysis(tree, source, [])
     options = options or Options()
     imports = ImportMap(tree)
     classes = collect_classes(tree, imports, options.module_bases)
@@ -66,6 +75,4 @@ def analyze_tree(
     for f in findings:
         unique.setdefault((f.line, f.col, f.code), f)
     result = sorted(unique.values(), key=lambda f: f.sort_key)
-    if with_fixes and source is not None and result:
-        attach_fixes(tree, Text(source), result, classes, imports)
-    return result
+    return FileAnalysis(tree, source, result, classes, imports)

@@ -1,0 +1,90 @@
+"""Fixes for legacy ``weight_norm`` / ``spectral_norm`` (GLF101, GLF102): the parametrizations API,
+imports split as needed, ``remove_parametrizations(m, "weight")`` (unsafe: state_dict keys differ)."""
+
+from __future__ import annotations
+
+import ast
+
+from ..analysis.findings import UNSAFE, Finding, Fix
+from .context import Context, alone_on_lines, at
+
+# -- GLF101 / GLF102 ----------------------------------------------------------------------
+_NEW_NAMES = {"weight_norm", "spectral_norm"}
+DEFAULT_NAME = '"weight"'
+
+
+def fix_legacy(f: Finding, ctx: Context) -> Fix | None:
+    name = f.attribute or ""
+    node = at(ctx.tree, f.line, f.col, (ast.Attribute, ast.Name))
+    if node is None:
+        return None
+    if f.code == "GLF101":
+        desc = ("state_dict keys change (weight_g/weight_v become parametrizations.weight.original0/1); "
+                "old checkpoints need their keys mapped")
+    else:
+        desc = ("state_dict keys change (weight_orig/weight_u/weight_v become parametrizations.weight.original "
+                "and the parametrization's _u/_v), and the power iteration updates u and v in another order, "
+                "so outputs differ slightly")
+    if name in _NEW_NAMES:
+        if isinstance(node, ast.Attribute):
+            prefix = ctx.text.segment(node.value)
+            if prefix.rsplit(".", 1)[-1] == name:  # torch.nn.utils.weight_norm.weight_norm
+                prefix = prefix.rsplit(".", 1)[0]
+            return Fix(UNSAFE, f"use {prefix}.parametrizations.{name}; {desc}",
+                       (ctx.edit(node, f"{prefix}.parametrizations.{name}"),))
+        imp = _import_of(ctx, node.id)
+        if imp is None:
+            return None
+        legacy = [a for a in imp.names if a.name in _NEW_NAMES]
+        if imp.module in ("torch.nn.utils.weight_norm", "torch.nn.utils.spectral_norm") or len(legacy) == len(imp.names):
+            if len(legacy) != len(imp.names):
+                return None
+            new_stmt = f"from torch.nn.utils.parametrizations import {', '.join(_alias(a) for a in imp.names)}"
+            return Fix(UNSAFE, f"import {name} from torch.nn.utils.parametrizations; {desc}", (ctx.edit(imp, new_stmt),))
+        # Split the import: keep the others, import the legacy names from parametrizations.
+        if not alone_on_lines(ctx, imp):
+            return None
+        keep = [a for a in imp.names if a not in legacy]
+        text = ctx.text
+        indent = text.indent_of(imp.lineno)
+        nl = text.newline()
+        new = (
+            f"from {imp.module} import {', '.join(_alias(a) for a in keep)}{nl}"
+            f"{indent}from torch.nn.utils.parametrizations import {', '.join(_alias(a) for a in legacy)}"
+        )
+        return Fix(UNSAFE, f"import {name} from torch.nn.utils.parametrizations; {desc}", (ctx.edit(imp, new),))
+    if name in ("remove_weight_norm", "remove_spectral_norm"):
+        call = ctx.parents.get(node)
+        if not (isinstance(call, ast.Call) and call.func is node and call.args and not any(isinstance(a, ast.Starred) for a in call.args)):
+            return None
+        if isinstance(node, ast.Attribute):
+            prefix = ctx.text.segment(node.value)
+            if prefix.rsplit(".", 1)[-1] in ("weight_norm", "spectral_norm"):
+                prefix = prefix.rsplit(".", 1)[0]
+            func = f"{prefix}.parametrize.remove_parametrizations"
+        else:
+            torch_name = next((k for k, v in ctx.imports.names.items() if v == "torch"), None)
+            if torch_name is None:
+                return None
+            func = f"{torch_name}.nn.utils.parametrize.remove_parametrizations"
+        module = ctx.text.segment(call.args[0])
+        pname = ctx.text.segment(call.args[1]) if len(call.args) > 1 else None
+        for k in call.keywords:
+            if k.arg == "name":
+                pname = ctx.text.segment(k.value)
+        return Fix(UNSAFE, f"use {func}; it only undoes the parametrizations API, so apply that too",
+                   (ctx.edit(call, f"{func}({module}, {pname or DEFAULT_NAME})"),))
+    return None
+
+
+def _alias(a: ast.alias) -> str:
+    return f"{a.name} as {a.asname}" if a.asname else a.name
+
+
+def _import_of(ctx: Context, local: str) -> ast.ImportFrom | None:
+    for n in ast.walk(ctx.tree):
+        if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("torch.nn.utils"):
+            for a in n.names:
+                if (a.asname or a.name) == local:
+                    return n
+    return None
