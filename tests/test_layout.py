@@ -1,7 +1,7 @@
 """The package's layout keeps its rules: imports only go down, and the linter never imports torch.
 
-Layers, bottom to top: ``analysis`` <- ``fix`` <- ``cli`` / ``runtime``; ``plugin`` uses ``analysis``
-only; nothing imports ``cli``.  The test reads every module's imports (top-level and inside
+Layers, bottom to top: ``analysis`` <- ``project`` <- ``fix`` <- ``cli`` / ``runtime``; ``plugin`` uses
+``project`` and ``analysis``; nothing imports ``cli``.  The test reads every module's imports (top-level and inside
 functions) with ``ast``, so a lazy import that goes the wrong way fails too.
 """
 
@@ -20,10 +20,11 @@ PACKAGE = Path(__file__).resolve().parent.parent / "flake8_graphleaf"
 # What each part may import from the package (besides itself and the package's __init__).
 ALLOWED = {
     "analysis": set(),
-    "fix": {"analysis"},
-    "runtime": {"fix", "analysis"},
-    "cli": {"runtime", "fix", "analysis"},
-    "plugin": {"analysis"},
+    "project": {"analysis"},
+    "fix": {"project", "analysis"},
+    "runtime": {"fix", "project", "analysis"},
+    "cli": {"runtime", "fix", "project", "analysis"},
+    "plugin": {"project", "analysis"},
     "__main__": {"cli"},
     "__init__": set(),
     "rule_docs": set(),
@@ -85,7 +86,7 @@ def modules(root: Path | None = None) -> list[Path]:
 
 def test_every_module_is_in_a_known_part() -> None:
     for path in modules():
-        assert part_of(module_name(path)) in ALLOWED, f"{path}: put it in analysis/, fix/, cli/ or runtime/"
+        assert part_of(module_name(path)) in ALLOWED, f"{path}: put it in analysis/, project/, fix/, cli/ or runtime/"
 
 
 def wrong_imports(root: Path) -> list[str]:
@@ -172,7 +173,7 @@ NO_TORCH = textwrap.dedent(
     """
     import sys
     sys.modules["torch"] = None  # "import torch" raises ImportError from here on
-    import flake8_graphleaf.analysis, flake8_graphleaf.fix, flake8_graphleaf.cli, flake8_graphleaf.plugin
+    import flake8_graphleaf.analysis, flake8_graphleaf.project, flake8_graphleaf.fix, flake8_graphleaf.cli, flake8_graphleaf.plugin
     import flake8_graphleaf.cli.app, flake8_graphleaf.cli.explain, flake8_graphleaf.cli.verify
     import flake8_graphleaf.runtime, flake8_graphleaf.runtime.targets, flake8_graphleaf.runtime.verify
     from flake8_graphleaf.fix import fix_source
