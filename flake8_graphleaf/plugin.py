@@ -7,6 +7,7 @@ from typing import Iterator
 
 from . import __version__
 from .analysis import Options, analyze_tree
+from .project.resolver import shared_resolver
 
 
 class GraphLeafChecker:
@@ -14,9 +15,12 @@ class GraphLeafChecker:
     version = __version__
     module_bases: frozenset[str] = frozenset()
 
-    def __init__(self, tree: ast.AST, lines: list[str]):
+    argument_stores: bool = False
+
+    def __init__(self, tree: ast.AST, lines: list[str], filename: str = "stdin"):
         self.tree = tree
         self.lines = lines
+        self.filename = filename
 
     @classmethod
     def add_options(cls, parser) -> None:
@@ -28,6 +32,14 @@ class GraphLeafChecker:
             help="More base classes (names or dotted names) whose subclasses are torch modules, "
             "e.g. MyFrameworkModule,mylib.BaseNet.",
         )
+        parser.add_option(
+            "--graphleaf-argument-stores",
+            action="store_true",
+            default=False,
+            parse_from_config=True,
+            help="Also report GLF010: stores whose only evidence is a forward argument that reaches "
+            "no learnable computation (off by default).",
+        )
 
     @classmethod
     def parse_options(cls, options) -> None:
@@ -35,11 +47,14 @@ class GraphLeafChecker:
         if isinstance(bases, str):
             bases = [b.strip() for b in bases.split(",")]
         cls.module_bases = frozenset(b for b in bases if b)
+        cls.argument_stores = bool(getattr(options, "graphleaf_argument_stores", False))
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         source = "".join(self.lines)
         try:
-            findings = analyze_tree(self.tree, source, Options(module_bases=self.module_bases))
+            place = shared_resolver().options_for(self.filename) if self.filename not in ("stdin", "-") else {}
+            options = Options(module_bases=self.module_bases, argument_stores=self.argument_stores, **place)
+            findings = analyze_tree(self.tree, source, options)
         except RecursionError:
             yield 1, 0, "GLF900 flake8-graphleaf could not analyse this file: it nests too deeply", type(self)
             return

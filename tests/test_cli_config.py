@@ -113,7 +113,7 @@ class Net(FrameworkModule):
         return x
 
     def training_step(self, x):
-        self.loss = self.compute(x) * 2
+        self.loss = self.head(x) * 2
         return self.loss
 """
 

@@ -81,7 +81,7 @@ def test_module_bases_option(tmp_path: Path) -> None:
                 return x
 
             def training_step(self, x):
-                self.loss = self.compute(x) * 2
+                self.loss = self.head(x) * 2
                 return self.loss
         """
     )

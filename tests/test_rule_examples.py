@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from flake8_graphleaf.analysis import analyze_source
+from flake8_graphleaf.analysis import Options, analyze_source
 from flake8_graphleaf.analysis.rules import all_examples, all_rules
 
 EXAMPLES = all_examples()
@@ -14,8 +14,12 @@ EXAMPLES = all_examples()
 
 @pytest.mark.parametrize("module,source,codes", EXAMPLES, ids=[f"{m}-{i}" for i, (m, _, _) in enumerate(EXAMPLES)])
 def test_example(module: str, source: str, codes: list[str]) -> None:
-    got = sorted(f.code for f in analyze_source(textwrap.dedent(source)))
+    """Each example gives exactly its codes; the opt-in GLF010 only with ``argument_stores``."""
+    source = textwrap.dedent(source)
+    got = sorted(f.code for f in analyze_source(source, options=Options(argument_stores=True)))
     assert got == sorted(codes)
+    default = sorted(f.code for f in analyze_source(source))
+    assert default == sorted(c for c in codes if c != "GLF010")
 
 
 def test_every_rule_has_a_valid_and_an_invalid_example() -> None:

@@ -10,9 +10,13 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from .copy_protocol import COPY_METHODS, attribute_root, handled_attributes
+from .effects import function_effect
 from .findings import Finding
 from .imports import ImportMap
+from .project_view import ParsedModule, ProjectView
 from .modules import collect_classes
+from .rules.forward_stores import ARGUMENT_ONLY
 from .rules import construction, deepcopy_calls, forward_stores, hooks, legacy_norm, pruning
 from .scopes import ClassRunner
 
@@ -23,6 +27,22 @@ GATE_WORDS = ("torch", "nn.", "Module", "deepcopy", "hook", "weight_norm", "spec
 @dataclass(frozen=True)
 class Options:
     module_bases: frozenset[str] = field(default_factory=frozenset)
+    # The file's dotted module name (relative imports resolve with it) and whether it is a
+    # package's __init__; the whole-program view the file is analysed in (None: on its own).
+    module: str | None = None
+    is_package: bool = False
+    project: ProjectView | None = field(default=None, compare=False)
+    # Also report stores whose only evidence is a forward argument that reaches no learnable
+    # computation, as GLF010 (off by default: the default selection is the precise one).
+    argument_stores: bool = False
+
+
+def _drop_copy_handled(findings: list[Finding], classes: dict) -> list[Finding]:
+    handled = {name: handled_attributes(c.facts.methods) for name, c in classes.items()}
+    return [
+        f for f in findings
+        if not (f.class_name in handled and attribute_root(f.attribute) in handled[f.class_name])
+    ]
 
 
 @dataclass
@@ -51,16 +71,21 @@ def analyze_file(tree: ast.AST, source: str | None = None, options: Options | No
     if source is not None and not any(w in source for w in GATE_WORDS):
         return FileAnalysis(tree, source, [])
     options = options or Options()
-    imports = ImportMap(tree)
+    imports = ImportMap(tree, options.module, options.is_package, options.project)
+    imports.current = ParsedModule.of(options.module or "__main__", "<current>", tree, imports)
+    imports.effect_of = function_effect
     classes = collect_classes(tree, imports, options.module_bases)
     findings: list[Finding] = []
     module_classes = {n for n, c in classes.items() if c.facts.is_module}
+    calls: dict = {}
+    runners: dict[str, ClassRunner] = {}
     for info in classes.values():
         if not info.facts.is_module:
             continue
-        runner = ClassRunner(info, imports, module_classes)
+        runner = runners[info.node.name] = ClassRunner(info, imports, module_classes, calls)
         findings += forward_stores.check(runner)
         findings += construction.check(runner)
+    findings = forward_stores.settle_arguments(findings, runners, calls)
     if source is None or "setattr" in source:
         findings += construction.check_functions(tree, imports)
     if source is None or "register_forward" in source or "register_module_forward" in source:
@@ -69,8 +94,12 @@ def analyze_file(tree: ast.AST, source: str | None = None, options: Options | No
         findings += legacy_norm.check(tree, imports, classes)
     if source is None or "utils.prune" in source or any(v.startswith(pruning.PREFIX[:-1]) for v in imports.names.values()):
         findings += pruning.check(tree, imports)
+    if any(m in c.facts.methods for c in classes.values() for m in COPY_METHODS):
+        findings = _drop_copy_handled(findings, classes)
     if source is None or any(w in source for w in deepcopy_calls.WORDS):
         findings += deepcopy_calls.check(tree, imports, classes, module_classes, findings, source)
+    if not options.argument_stores:
+        findings = [f for f in findings if f.code != ARGUMENT_ONLY]
     unique: dict[tuple, Finding] = {}
     for f in findings:
         unique.setdefault((f.line, f.col, f.code), f)

@@ -8,7 +8,7 @@ import ast
 from dataclasses import dataclass
 from typing import Callable
 
-from .graph_tensors import GRAPH, MODULE, NOTHING, Evaluator, Value, join, short
+from .graph_tensors import GRAPH, MODULE, NOTHING, Evaluator, Value, join, join_tuples, short
 from .stmtwalk import statements
 
 CONTAINER_MUTATORS = frozenset(
@@ -94,6 +94,7 @@ class Walker:
         self.ev = ev
         self.on_store = on_store
         self.returns: Value = NOTHING
+        self._returned = False
 
     # -- entry --------------------------------------------------------------------
     def run(self, body: list[ast.stmt]) -> Value:
@@ -158,7 +159,9 @@ class Walker:
             ev.self_attrs[target.attr] = new
 
     def do_Return(self, stmt: ast.Return) -> None:
-        self.returns = join(self.returns, self.ev.eval(stmt.value))
+        value = self.ev.eval(stmt.value)
+        self.returns = value if not self._returned else join_tuples(self.returns, value)
+        self._returned = True
 
     def do_If(self, stmt: ast.If) -> None:
         self.ev.eval(stmt.test)
@@ -232,12 +235,15 @@ class Walker:
                 ev.containers.discard(target.id)
         elif isinstance(target, (ast.Tuple, ast.List)):
             pairs = None
+            starred = any(isinstance(e, ast.Starred) for e in target.elts)
             if (
                 isinstance(value_node, (ast.Tuple, ast.List))
                 and len(value_node.elts) == len(target.elts)
-                and not any(isinstance(e, ast.Starred) for e in value_node.elts + target.elts)
+                and not starred and not any(isinstance(e, ast.Starred) for e in value_node.elts)
             ):
                 pairs = [(t, v, ev.eval(v)) for t, v in zip(target.elts, value_node.elts)]
+            elif value.items is not None and len(value.items) == len(target.elts) and not starred:
+                pairs = [(t, value_node, item) for t, item in zip(target.elts, value.items)]
             for i, elt in enumerate(target.elts):
                 if pairs is not None:
                     self.assign(elt, pairs[i][1], pairs[i][2], stmt)

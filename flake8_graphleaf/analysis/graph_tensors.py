@@ -32,11 +32,15 @@ KIND_NAMES = {NONE: "none", MODULE: "module", LEAF: "leaf", ARG: "arg", GRAPH: "
 
 
 class Value:
-    __slots__ = ("kind", "origin")
+    """``items``: for a tuple of known length (``return out, acc``), the value of each element,
+    so that ``loss, acc = self.step(x)`` binds each name to what it really holds."""
 
-    def __init__(self, kind: int, origin: str = ""):
+    __slots__ = ("kind", "origin", "items")
+
+    def __init__(self, kind: int, origin: str = "", items: "tuple[Value, ...] | None" = None):
         self.kind = kind
         self.origin = origin
+        self.items = items
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         return f"Value({KIND_NAMES[self.kind]}, {self.origin!r})"
@@ -63,7 +67,18 @@ def join(*values: Value) -> Value:
     for v in values:
         if v.kind > best.kind:
             best = v
+    if best.items is not None:
+        return Value(best.kind, best.origin)  # a join of paths forgets the tuple's shape
     return best
+
+
+def join_tuples(a: Value, b: Value) -> Value:
+    """The join of two paths' results that keeps a tuple's shape when both have the same one."""
+    if a.items is not None and b.items is not None and len(a.items) == len(b.items):
+        items = tuple(join_tuples(x, y) for x, y in zip(a.items, b.items))
+        whole = join(*items)
+        return Value(whole.kind, whole.origin, items)
+    return join(a, b)
 
 
 # --- tensor methods and attributes whose result has no autograd history -----------
@@ -249,6 +264,7 @@ class ClassFacts:
         self.submodule_classes: dict[str, tuple[str, int]] = {}  # attr -> (class name, line)
         self.submodule_ctors: dict[str, str] = {}  # attr -> torch.nn class it was built from
         self.assigned: set[str] = set()  # every self.X this class assigns somewhere
+        self.bases: list[str] = []  # qualified names of the bases defined in other files
 
 
 # A call back for ``self.method(...)``: given the method name, the argument values and
@@ -279,8 +295,32 @@ class Evaluator:
         self.containers: set[str] = set()  # local names bound to list / dict / tuple displays
         self.grad = True
         self.building = False  # construction: calling a module-like name builds a module
+        self.depth = 0  # how deep in other functions' bodies (project_view.function_effect) we are
+        # Origins of argument values that reach a learnable computation (a submodule call, an op
+        # with a parameter): such an argument is an activation, on the graph whenever the caller's
+        # is.  Shared by the runs of one class (ClassRunner); None: not recorded.
+        self.fed: set[str] | None = None
+        # Observer of module calls: (callee origin, positional values, keyword values, grad).
+        self.on_module_call: Callable | None = None
 
     # -- helpers ------------------------------------------------------------------
+    def feed(self, *values: Value) -> None:
+        """``values`` go into a learnable computation: remember the arguments among them."""
+        if self.fed is not None:
+            for v in values:
+                if v.kind == ARG:
+                    self.fed.add(v.origin)
+
+    def module_call(self, origin: str, pos: list[Value], kw: dict[str, Value]) -> Value:
+        """The result of calling a module (``origin``: ``self.norm``, ``self.blocks[...]``) or
+        something computed from parameters with these arguments."""
+        if self.on_module_call is not None:
+            self.on_module_call(origin, pos, kw, self.grad)
+        if not self.grad:
+            return NOTHING
+        self.feed(*pos, *kw.values())
+        return Value(GRAPH, origin)
+
     def computed(self, origin: Value, *operands: Value) -> Value:
         """Result of a differentiable computation on ``operands``."""
         if not self.grad:
@@ -288,6 +328,8 @@ class Evaluator:
         # An operation on a parameter or on a graph tensor carries a grad_fn; one on
         # arguments only does when the caller passes a graph tensor.
         certain = [v for v in (origin, *operands) if v.kind in (GRAPH, LEAF)]
+        if self.fed is not None and any(v.kind == LEAF for v in certain):
+            self.feed(origin, *operands)
         if certain:
             first = next((v for v in certain if v.kind == GRAPH), certain[0])
             return Value(GRAPH, first.origin)
@@ -386,7 +428,13 @@ class Evaluator:
     def eval_List(self, node: ast.List) -> Value:
         return self._elements(node.elts)
 
-    eval_Tuple = eval_List
+    def eval_Tuple(self, node: ast.Tuple) -> Value:
+        if any(isinstance(e, ast.Starred) for e in node.elts):
+            return self._elements(node.elts)
+        items = tuple(self.eval(e) for e in node.elts)
+        whole = join(*items)
+        return Value(whole.kind, whole.origin, items)
+
     eval_Set = eval_List
 
     def eval_Dict(self, node: ast.Dict) -> Value:
@@ -417,6 +465,9 @@ class Evaluator:
     def eval_Subscript(self, node: ast.Subscript) -> Value:
         base = self.eval(node.value)
         self.eval(node.slice)
+        if base.items is not None and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int):
+            if -len(base.items) <= node.slice.value < len(base.items):
+                return base.items[node.slice.value]
         if base.kind == MODULE:
             return base  # ModuleList / ModuleDict / Sequential indexing
         if base.kind == LEAF:
@@ -446,9 +497,18 @@ class Evaluator:
 
     # -- calls --------------------------------------------------------------------
     def _args(self, node: ast.Call) -> tuple[list[Value], dict[str, Value]]:
-        pos = [self.eval(a) for a in node.args]
-        kw = {k.arg or "**": self.eval(k.value) for k in node.keywords}
+        pos = [self._arg(a) for a in node.args]
+        kw = {k.arg or "**": self._arg(k.value) for k in node.keywords}
         return pos, kw
+
+    def _arg(self, node: ast.AST) -> Value:
+        v = self.eval(node)
+        # ``Adam(model.parameters())``, ``EMA(self.parameters())``: handing over the parameters
+        # themselves is no computation; what is built from them holds leaves.
+        if v.kind == LEAF and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in MODULE_API_LEAVES and node.func.attr != "get_parameter":
+                return NOTHING
+        return v
 
     def eval_Call(self, node: ast.Call) -> Value:
         func = node.func
@@ -463,16 +523,71 @@ class Evaluator:
             self.on_call(node, qual, pos, kw, self.grad)
         if qual is not None and (qual.startswith("torch") or qual.startswith("copy.")):
             return self._torch_call(node, qual, pos, kw, everything)
+        if isinstance(func, ast.Name) and func.id not in self.env:
+            known = self._project_call(node, func, qual, pos, kw)
+            if known is not None:
+                return known
+            return self._name_call(node, func.id, pos, kw, everything)
         if isinstance(func, ast.Name):
             return self._name_call(node, func.id, pos, kw, everything)
         if isinstance(func, ast.Attribute):
+            if qual is not None:
+                known = self._project_call(node, func, qual, pos, kw)
+                if known is not None:
+                    return known
             return self._method_call(node, func, pos, kw, everything)
         callee = self.eval(func)
         if callee.kind == MODULE and self.building:
             return callee
         if callee.kind in (MODULE, LEAF):
-            return Value(GRAPH, f"{short(func)}(...)") if self.grad else NOTHING
+            return self.module_call(f"{short(func)}(...)", pos, kw)
         return everything if self.grad else _containers_only(everything)
+
+    def _project_call(self, node: ast.Call, func: ast.AST, qual: str | None, pos, kw) -> Value | None:
+        """A call of a class or function the program defines (this file or another): a module
+        class builds a module, another class an object holding its arguments, a function gives
+        what its body gives (:func:`project_view.function_effect`).  None: not known."""
+        from . import project_view as pv
+
+        definition = None
+        current = getattr(self.imports, "current", None)
+        if isinstance(func, ast.Name) and current is not None and func.id in current.defs:
+            definition = pv.Definition(current, current.defs[func.id])
+        elif qual is not None:
+            definition = pv.resolve(self.imports.project, qual)
+        if definition is None:
+            return None
+        name = short(func)
+        if isinstance(definition.node, ast.ClassDef):
+            kind = pv.class_kind(self.imports.project, definition.qualname) if current is None or definition.module is not current else None
+            if kind is None and definition.module is current and func.id in self.module_classes:
+                kind = pv.MODULE_CLASS
+            if kind == pv.MODULE_CLASS:
+                return Value(MODULE, f"{name}(...)")
+            if kind in (pv.OTHER_CLASS, pv.FOREIGN_FRAMEWORK):
+                # an object: it holds what it was given (parameters it holds stay leaves), it computes nothing
+                held = join(*pos, *kw.values())
+                return held if held.kind in (GRAPH, ARG) else NOTHING
+            return None
+        if self.depth > 2:
+            return None
+        effect_of = getattr(self.imports, "effect_of", None)
+        effect = effect_of(definition, self.depth) if effect_of is not None else None
+        if effect is None:
+            return None
+        if effect.graph:
+            return self.module_call(f"{name}(...)", pos, kw)
+        passed = [
+            v for p, v in zip(effect.params, pos) if p in effect.passes
+        ] + [v for k, v in kw.items() if k in effect.passes]
+        if len(pos) > len(effect.params) and any(p not in effect.params + effect.keyword_only for p in effect.passes):
+            passed += pos[len(effect.params):]  # *args
+        if any(v.kind == LEAF for v in passed):
+            self.feed(*passed)  # complex_bn(x, self.weight, ...): the argument meets a parameter
+        result = join(*passed) if passed else NOTHING
+        if result.kind == GRAPH or result.kind == LEAF:
+            result = Value(GRAPH, result.origin) if self.grad else _containers_only(result)
+        return result
 
     def _torch_call(self, node, qual, pos, kw, everything) -> Value:
         name = qual.rsplit(".", 1)[-1]
@@ -496,7 +611,9 @@ class Evaluator:
                 return self.computed(NOTHING, everything)
             return Value(MODULE, f"{name}(...)")
         if name == "checkpoint" or qual.startswith("torch.utils.checkpoint"):
-            return Value(GRAPH, f"{qual}(...)") if self.grad and everything.kind >= MODULE else NOTHING
+            return self.module_call(f"{qual}(...)", pos, kw) if everything.kind >= MODULE else NOTHING
+        if qual.startswith(("torch.optim.", "torch.distributions.constraints")):
+            return NOTHING  # optimizers and schedulers hold parameters, they compute nothing
         if qual in ("torch.Tensor", "torch.FloatTensor", "torch.LongTensor"):
             return NOTHING
         return self.computed(NOTHING, everything)
@@ -509,7 +626,7 @@ class Evaluator:
             if local.kind == MODULE and self.building:
                 return local  # a module class or factory called while building
             if local.kind in (MODULE, LEAF, GRAPH):
-                return Value(GRAPH, f"{name}(...)") if self.grad else NOTHING
+                return self.module_call(f"{name}(...)", pos, kw)
             return everything if self.grad else _containers_only(everything)
         if name in NON_DIFF_BUILTINS:
             return NOTHING
@@ -543,7 +660,7 @@ class Evaluator:
         # super().forward(...)
         if isinstance(recv_node, ast.Call) and isinstance(recv_node.func, ast.Name) and recv_node.func.id == "super":
             if meth in ("forward", "__call__"):
-                return Value(GRAPH, "super().forward(...)") if self.grad else NOTHING
+                return self.module_call("super().forward(...)", pos, kw)
             if meth == "__init__":
                 return NOTHING
             return everything if self.grad else _containers_only(everything)
@@ -564,7 +681,7 @@ class Evaluator:
             if meth in ("forward", "__call__") or not _METHOD_NAME_RE.match(meth):
                 # `self.encoder.layer1(x)`: a submodule (modules are named as nouns)
                 if everything.kind >= LEAF or (recv.origin.startswith("self.") and not self.building and node.args):
-                    return Value(GRAPH, f"{short(func)}(...)") if self.grad else NOTHING
+                    return self.module_call(f"{short(func)}(...)", pos, kw)
                 return recv  # model.module, model.backbone: another module
             # `model.init_hidden(n)`, `self.sub.prepare(x)`: a method of a class we cannot see;
             # what it returns is unknown, and unknown is not reported.
@@ -613,10 +730,15 @@ class Evaluator:
         if facts is not None and (meth in facts.functional or meth in facts.plain):
             return self.computed(NOTHING, everything)
         if facts is not None and (meth in facts.submodules or self.self_attrs.get(meth, NOTHING).kind == MODULE):
-            return Value(GRAPH, f"self.{meth}(...)") if self.grad else NOTHING
+            return self.module_call(f"self.{meth}(...)", pos, kw)
         if meth in ("forward", "__call__") and facts is not None and facts.is_module:
             return Value(GRAPH, "self(...)") if self.grad else NOTHING
         # Unknown (inherited) attribute: a submodule or a helper method; judge by the args.
+        if facts is not None and facts.is_module and not _METHOD_NAME_RE.match(meth):
+            from .project_view import defines_method
+
+            if not defines_method(self.imports.project, facts.bases, meth):
+                self.feed(*pos, *kw.values())  # named as a noun, and no base defines it: a submodule
         return self.computed(NOTHING, everything) if everything.kind >= MODULE else NOTHING
 
     # -- binding ------------------------------------------------------------------

@@ -16,9 +16,22 @@ _CONVENTIONAL = {"torch": "torch", "nn": "torch.nn", "F": "torch.nn.functional"}
 
 
 class ImportMap:
-    def __init__(self, tree: ast.AST):
+    """What the names of one file mean.  ``module`` is the file's dotted module name when it is
+    known (then relative imports resolve too); ``project`` is the whole-program view
+    (:class:`flake8_graphleaf.analysis.project_view.ProjectView`) that looks up what a qualified
+    name defined in another file is, or None when the file is analysed on its own."""
+
+    def __init__(self, tree: ast.AST, module: str | None = None, is_package: bool = False, project=None):
         self.names: dict[str, str] = {}
         self._bound: set[str] = set()
+        self.module = module
+        self.project = project
+        self.current = None  # this file as a project_view.ParsedModule, set by the analysis
+        self.summary = None  # this file's summaries.summarize(), computed when first needed
+        self.effect_of = None  # effects.function_effect, installed by the analysis
+        package = None
+        if module:
+            package = module if is_package else module.rpartition(".")[0]
         fallback: list[ast.ImportFrom] = []
         for node in statements(tree):
             if isinstance(node, ast.Try):
@@ -38,10 +51,15 @@ class ImportMap:
                         top = alias.name.split(".")[0]
                         self.names[top] = top
             elif isinstance(node, ast.ImportFrom):
-                if node.level or not node.module:
+                source = _absolute(node, package)
+                if source is None:
                     for alias in node.names:
                         self._bound.add(alias.asname or alias.name)
                     continue
+                for alias in node.names:
+                    if alias.name != "*":
+                        self.names[alias.asname or alias.name] = f"{source}.{alias.name}"
+                continue
                 for alias in node.names:
                     if alias.name == "*":
                         continue
@@ -52,6 +70,10 @@ class ImportMap:
             if node.module and not node.level:
                 for alias in node.names:
                     self.names.setdefault(alias.asname or alias.name, f"{node.module}.{alias.name}")
+
+    def local_qualname(self, name: str) -> str | None:
+        """Qualified name of a class or function defined at the top of this file."""
+        return f"{self.module}.{name}" if self.module and name in self._bound else None
 
     def qualname(self, node: ast.AST) -> str | None:
         """Dotted name of ``node`` (``F.relu`` -> ``torch.nn.functional.relu``), or None."""
@@ -70,3 +92,18 @@ class ImportMap:
                 return None
         parts.append(base)
         return ".".join(reversed(parts))
+
+
+def _absolute(node: ast.ImportFrom, package: str | None) -> str | None:
+    """The absolute module an ``import from`` reads, or None when it cannot be known."""
+    if not node.level:
+        return node.module or None
+    if package is None:
+        return None
+    parts = package.split(".") if package else []
+    if node.level - 1 > len(parts):
+        return None
+    base = parts[: len(parts) - (node.level - 1)]
+    if node.module:
+        base.append(node.module)
+    return ".".join(base) or None

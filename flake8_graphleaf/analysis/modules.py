@@ -6,6 +6,7 @@ import ast
 
 from .graph_tensors import ClassFacts, looks_like_module_name
 from .imports import ImportMap
+from .project_view import FOREIGN_FRAMEWORK, MODULE_CLASS, NON_TORCH_FRAMEWORKS, OTHER_CLASS, class_kind
 from .stmtwalk import statements
 
 # Bases of other libraries that are nn.Module subclasses (matched on the last name).
@@ -60,6 +61,7 @@ def collect_classes(tree: ast.AST, imports: ImportMap, extra_bases: frozenset[st
     names = set(classes)
     for info in classes.values():
         info.local_bases = [b for b in info.bases if b in names]
+        info.facts.bases = [b for b in info.bases if b not in names and "." in b]
 
     wanted = DEFAULT_MODULE_BASES | extra_bases
 
@@ -80,8 +82,20 @@ def collect_classes(tree: ast.AST, imports: ImportMap, extra_bases: frozenset[st
                 return True
         return False
 
+    resolved_not_module: set[str] = set()
     for info in classes.values():
         info.facts.is_module = direct_module(info)
+        if info.facts.is_module or imports.project is None:
+            continue
+        # Bases from other files of the program: follow them (nn.Module lineage only).
+        kinds = [class_kind(imports.project, b) for b in info.bases if b not in names]
+        if MODULE_CLASS in kinds:
+            info.facts.is_module = True
+            info.is_lightning = info.is_lightning or any(
+                "lightning" in b.split(".")[0] for b in info.bases
+            )
+        elif kinds and all(k in (OTHER_CLASS, FOREIGN_FRAMEWORK) for k in kinds):
+            resolved_not_module.add(info.node.name)
     changed = True
     while changed:  # modules through bases defined in this file
         changed = False
@@ -95,8 +109,10 @@ def collect_classes(tree: ast.AST, imports: ImportMap, extra_bases: frozenset[st
                     info.is_lightning = info.is_lightning or base.is_lightning
                     changed = True
     for info in classes.values():
-        if info.facts.is_module or not info.bases:
+        if info.facts.is_module or not info.bases or info.node.name in resolved_not_module:
             continue
+        if any(b.split(".")[0] in NON_TORCH_FRAMEWORKS for b in info.bases):
+            continue  # chainer's Chain has a forward too
         # A class with an instance ``forward`` whose bases come from elsewhere (say
         # transformers' GradientCheckpointingLayer) is a module in practice.
         fwd = info.facts.methods.get("forward")
@@ -213,6 +229,17 @@ def _classify(f: ClassFacts, attr: str, value: ast.AST, imports: ImportMap, modu
         if isinstance(func, ast.Name) and func.id in module_classes:
             f.submodules.add(attr)
             f.submodule_classes.setdefault(attr, (func.id, line))
+            return
+        if qual and imports.project is not None and not qual.startswith("torch"):
+            kind = class_kind(imports.project, qual)
+            if kind == MODULE_CLASS:
+                f.submodules.add(attr)
+                return
+            if kind in (OTHER_CLASS, FOREIGN_FRAMEWORK):
+                f.plain.add(attr)  # an object of a class the program defines: not a module
+                return
+        if qual.startswith(("torch.optim", "torch.utils.data", "torch.distributions")):
+            f.plain.add(attr)
             return
         if qual.startswith("torch.nn.") and last[:1].isupper() and not qual.startswith("torch.nn.functional"):
             f.submodules.add(attr)

@@ -5,12 +5,14 @@ judged in the grad mode and with the arguments they really get."""
 from __future__ import annotations
 
 import ast
+import re
 from typing import Callable
 
 from .flow import Store, Walker, function_grad_mode
 from .graph_tensors import ARG, MODULE, NOTHING, Evaluator, Value, argument_value, join, looks_like_module_name
 from .imports import ImportMap
 from .modules import ClassInfo
+from .summaries import made_only_without_grad
 
 StoreSink = Callable[[Store, ast.FunctionDef], None]
 
@@ -20,6 +22,27 @@ def is_forward_root(name: str, info: ClassInfo) -> bool:
     if name in ("forward", "__call__") or name.startswith("forward_"):
         return True
     return name == "training_step" or (info.is_lightning and name in ("training_step", "shared_step"))
+
+
+_SUBMODULE_CALL = re.compile(r"^\w+\.(\w+)(\[\.\.\.\])?(\(\.\.\.\))?$")
+
+
+def forward_roots(info: ClassInfo) -> list[str]:
+    """The forward-like methods that training calls from outside: a ``forward_step`` that the
+    class's own ``forward`` calls is run from there, in its caller's grad mode."""
+    roots = [n for n in info.facts.methods if is_forward_root(n, info)]
+    called: set[str] = set()
+    for name in roots:
+        func = info.facts.methods[name]
+        me = self_name(func)
+        for n in ast.walk(func):
+            if (
+                isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name)
+                and n.func.value.id == me and n.func.attr != name
+            ):
+                called.add(n.func.attr)
+    kept = [n for n in roots if n not in called or n in ("forward", "__call__", "training_step")]
+    return kept or roots
 
 
 def _decorators(func: ast.FunctionDef) -> set[str]:
@@ -43,8 +66,11 @@ def self_name(func: ast.FunctionDef) -> str | None:
 
 
 class ClassRunner:
-    def __init__(self, info: ClassInfo, imports: ImportMap, module_classes: set[str]):
+    def __init__(self, info: ClassInfo, imports: ImportMap, module_classes: set[str], calls: dict | None = None):
         self.info = info
+        # Calls of this file's module classes through submodule attributes, with the values
+        # passed: class name -> [(positional values, keyword values)], shared by the file's runners.
+        self.calls: dict = calls if calls is not None else {}
         self.imports = imports
         self.module_classes = module_classes
         self._sink: StoreSink | None = None
@@ -54,11 +80,13 @@ class ClassRunner:
         self.on_call: Callable | None = None
         self._building = False
         self._skip: set[str] = set()
+        # Argument origins that reach a learnable computation in this class (Evaluator.fed).
+        self.fed: set[str] = set()
 
     # -- public -------------------------------------------------------------------
     def run_forward(self, sink: StoreSink) -> set[str]:
         """Run every forward-like root; returns the names of the methods reached."""
-        return self._run_roots([n for n in self.info.facts.methods if is_forward_root(n, self.info)], sink, forward=True)
+        return self._run_roots(forward_roots(self.info), sink, forward=True)
 
     def run_construction(self, sink: StoreSink, skip: set[str]) -> set[str]:
         roots = [n for n in ("__init__",) if n in self.info.facts.methods and n not in skip]
@@ -69,10 +97,13 @@ class ClassRunner:
         self._sink, self._memo, self._active, self.reached = sink, {}, set(), set()
         self._skip = skip
         self._building = not forward
+        # A class the project only ever makes under no_grad (a beam search built and run in a
+        # decoding loop) never records the graph in its forward.
+        grad = not (forward and made_only_without_grad(self.imports, self.info.node.name))
         for name in roots:
             func = self.info.facts.methods[name]
-            params = self._root_params(func, forward)
-            self._run(func, params, True)
+            params = self._root_params(func, forward and grad)
+            self._run(func, params, grad)
         return set(self.reached)
 
     def _root_params(self, func: ast.FunctionDef, forward: bool) -> dict[str, Value]:
@@ -104,12 +135,22 @@ class ClassRunner:
         self.reached.add(func.name)
         ev = Evaluator(self.imports, self.info.facts, self_name(func), self.module_classes, on_method=self._call_method)
         ev.on_call = self.on_call
+        ev.fed = self.fed
+        ev.on_module_call = self._record_call
         ev.building = self._building
         ev.env.update(params)
         ev.grad = function_grad_mode(func, self.imports) if grad else _explicit_enable(func, self.imports)
         sink = self._sink
         walker = Walker(ev, lambda store: sink(store, func))
         return walker.run(func.body)
+
+    def _record_call(self, origin: str, pos, kw, grad: bool) -> None:
+        m = _SUBMODULE_CALL.match(origin)
+        if m is None or not grad:
+            return
+        held = self.info.facts.submodule_classes.get(m.group(1))
+        if held is not None:
+            self.calls.setdefault(held[0], []).append((pos, kw))
 
     def _call_method(self, name: str, pos: list[Value], kw: dict[str, Value], grad: bool) -> Value | None:
         func = self.info.facts.methods.get(name)

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import __version__
-from ..analysis import Options
 from ..fix.attach import analyze_with_fixes
 from .config import ConfigError, Settings, check_codes, load
 from .files import discover
@@ -44,7 +43,7 @@ def _analyse(src: Source, path: str, settings: Settings) -> tuple[list[Finding],
     if file_is_skipped(src.text):
         return [], None, 1
     try:
-        findings = analyze_with_fixes(src.text, path, Options(module_bases=settings.module_bases))
+        findings = analyze_with_fixes(src.text, path, settings.analysis_options(path))
     except SyntaxError as exc:
         return [], f"{exc.msg} (line {exc.lineno or 1})", exc.lineno or 1
     except ValueError as exc:  # null bytes
@@ -103,7 +102,7 @@ def fix_one(path: str, settings: Settings, unsafe: bool, diff_only: bool,
         return report
     try:
         result = fix_source(src.text, path, unsafe=unsafe, wanted=settings.wanted_for(path),
-                            options=Options(module_bases=settings.module_bases))
+                            options=settings.analysis_options(path))
     except SyntaxError as exc:
         report.error = f"{exc.msg} (line {exc.lineno or 1})"
         return report
@@ -231,6 +230,8 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     files.add_argument("--no-respect-gitignore", action="store_true", help="check files that .gitignore ignores")
     files.add_argument("--module-bases", type=lambda s: [x.strip() for x in s.split(",") if x.strip()],
                        help="more base classes whose subclasses are torch modules (MyBase,mylib.Net)")
+    files.add_argument("--argument-stores", action="store_true", default=None,
+                       help="also report GLF010: stores whose only evidence is a forward argument")
     files.add_argument("--stdin-filename", help="the name of the file read from stdin (for config and messages)")
     run = p.add_argument_group("running")
     run.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="processes (default: all cores)")
@@ -308,6 +309,8 @@ def settings_from(args) -> Settings:
         s.respect_gitignore = False
     if args.module_bases is not None:
         s.module_bases = frozenset(args.module_bases)
+    if args.argument_stores:
+        s.argument_stores = True
     return s
 
 

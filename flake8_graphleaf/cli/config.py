@@ -12,7 +12,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..analysis import Options
 from ..analysis.rules import all_rules
+from ..project.resolver import shared_resolver
 
 # ruff's default exclusions.
 DEFAULT_EXCLUDE = (
@@ -24,7 +26,7 @@ DEFAULT_EXCLUDE = (
 
 KEYS = {
     "select", "ignore", "extend-select", "unsafe-fixes", "module-bases", "exclude", "extend-exclude",
-    "per-file-ignores", "respect-gitignore",
+    "per-file-ignores", "respect-gitignore", "argument-stores",
 }
 
 
@@ -97,6 +99,7 @@ class Settings:
     extend_select: list[str] = field(default_factory=list)
     unsafe_fixes: bool = False
     module_bases: frozenset[str] = frozenset()
+    argument_stores: bool = False  # also report GLF010 (stores whose only evidence is an argument)
     exclude: list[str] = field(default_factory=lambda: list(DEFAULT_EXCLUDE))
     extend_exclude: list[str] = field(default_factory=list)
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
@@ -127,6 +130,12 @@ class Settings:
                 out += codes
         return out
 
+    def analysis_options(self, path: str) -> Options:
+        """The analysis options for one file: the settings, and the file's place in the project
+        (its module name and the process's whole-program view)."""
+        return Options(module_bases=self.module_bases, argument_stores=self.argument_stores,
+                       **shared_resolver().options_for(path))
+
     def wanted_for(self, path: str):
         extra = self.ignored_for(path)
         if not extra:
@@ -156,7 +165,7 @@ def from_table(table: dict, root: Path, config_file: Path | None) -> Settings:
         s.extend_select = _codes(get("extend-select"), "extend-select")
     if get("ignore") is not None:
         s.ignore = _codes(get("ignore"), "ignore")
-    for key in ("unsafe-fixes", "respect-gitignore"):
+    for key in ("unsafe-fixes", "respect-gitignore", "argument-stores"):
         value = get(key)
         if value is not None:
             if not isinstance(value, bool):

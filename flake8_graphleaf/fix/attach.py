@@ -34,7 +34,7 @@ def attach_fixes(tree: ast.Module, text: Text, findings: list[Finding], classes:
     ctx = Context(tree, text, classes, imports)
     for f in findings:
         try:
-            builder = _BUILDERS.get(f.code)
+            builder = _BUILDERS.get(f.data.get("code_if_resolved", f.code))
             if builder is not None:
                 f.fix = builder(f, ctx)
         except (ValueError, AttributeError, IndexError, KeyError):  # a fix we cannot build is no fix

@@ -206,8 +206,8 @@ def _broken_classes(classes: dict[str, ClassInfo], findings: list[Finding]) -> d
 def _glf202(node: ast.Call, kind: str, scope, parents, classes, broken) -> list[Finding]:
     arg = node.args[0]
     cls = _class_of_value(arg, node, scope, parents, classes)
-    if cls is None or cls not in broken:
-        return []
+    if cls is None or cls not in broken or "__deepcopy__" in classes[cls].facts.methods:
+        return []  # a class with its own __deepcopy__ decides what a copy gets
     how, cause = broken[cls]
     what = cause.attribute or cause.code
     return [

@@ -4,17 +4,23 @@ method reached from it)."""
 from __future__ import annotations
 
 import ast
+import re
 
 from ..findings import Finding
 from ..flow import Store
-from ..graph_tensors import ARG, GRAPH, MODULE
+from ..graph_tensors import ARG, GRAPH, LEAF, MODULE
+from ..summaries import is_layer
 from ..scopes import ClassRunner, self_name
 from . import drop_overwritten, finding, origin_text
+
+ARGUMENT_ONLY = "GLF010"
 
 RULES = {
     "GLF001": "graph tensor stored on the module in forward (or a method reached from it)",
     "GLF002": "graph tensor put into a container held on the module",
     "GLF004": "registered buffer reassigned from, or updated in place with, a graph tensor",
+    ARGUMENT_ONLY: "(opt-in) a GLF001/002/004 store whose only evidence is a forward argument that reaches "
+    "no learnable computation",
 }
 
 EXAMPLES = [
@@ -63,12 +69,28 @@ import torch, torch.nn as nn
 class Norm(nn.Module):
     def __init__(self):
         super().__init__()
+        self.weight = nn.Parameter(torch.ones(4))
+        self.register_buffer("running_mean", torch.zeros(4))
+    def forward(self, x):
+        self.running_mean = 0.9 * self.running_mean + 0.1 * x.mean(0)
+        return (x - self.running_mean) * self.weight
+""",
+        ["GLF004"],
+    ),
+    (
+        # x reaches no parameter and no submodule: it may well be the model's input data
+        # (GLF010 is opt-in: --extend-select GLF010)
+        """
+import torch, torch.nn as nn
+class InputStats(nn.Module):
+    def __init__(self):
+        super().__init__()
         self.register_buffer("running_mean", torch.zeros(4))
     def forward(self, x):
         self.running_mean = 0.9 * self.running_mean + 0.1 * x.mean(0)
         return x - self.running_mean
 """,
-        ["GLF004"],
+        ["GLF010"],
     ),
     (
         """
@@ -97,7 +119,60 @@ def check(runner: ClassRunner) -> list[Finding]:
             out.append(f)
 
     runner.forward_reached = runner.run_forward(sink)
-    return drop_overwritten(out, runner)
+    kept = drop_overwritten(out, runner)
+    for f in kept:
+        if f.data.get("value_kind") == ARG:
+            f.data["fed"] = f.data.get("origin") in runner.fed
+    return kept
+
+
+def settle_arguments(findings: list[Finding], runners: dict, calls: dict) -> list[Finding]:
+    """A store whose only evidence is a ``forward`` argument is reported under its own code
+    (GLF010, off by default) unless that argument is an activation:
+
+    - the class feeds it into a learnable computation (a submodule, a parameter);
+    - a module of this file calls an instance of the class with a graph tensor there
+      (``self.norm(self.embed(x))``);
+    - the project chains the class after other layers (``add_module``, ``nn.Sequential``,
+      a ModuleList): its forward gets the previous layer's output.
+    """
+    out = []
+    for f in findings:
+        if f.data.get("value_kind") == ARG and not f.data.get("fed") and f.class_name in runners:
+            runner = runners[f.class_name]
+            if not _graph_at_call_sites(runner, f.data.get("origin", ""), calls.get(f.class_name, ())) and not (
+                is_layer(runner.imports, f.class_name)
+            ):
+                f = _argument_only(f)
+        out.append(f)
+    return out
+
+
+def _graph_at_call_sites(runner: ClassRunner, origin: str, sites) -> bool:
+    m = re.match(r"argument '\*?(\w+)'", origin)
+    func = runner.info.facts.methods.get("forward")
+    if m is None or func is None or not sites:
+        return False
+    name = m.group(1)
+    params = [a.arg for a in func.args.posonlyargs + func.args.args][1:]
+    index = params.index(name) if name in params else None
+    star = func.args.vararg is not None and func.args.vararg.arg == name
+    for pos, kw in sites:
+        values = list(pos[len(params):]) if star else []
+        if index is not None and index < len(pos):
+            values.append(pos[index])
+        if name in kw:
+            values.append(kw[name])
+        if any(v.kind in (GRAPH, LEAF) for v in values):
+            return True
+    return False
+
+
+def _argument_only(f: Finding) -> Finding:
+    f.data["code_if_resolved"] = f.code
+    f.message = f"{f.code} argument-only: {f.message} (the argument reaches no learnable computation here)"
+    f.code = ARGUMENT_ONLY
+    return f
 
 
 def _describe(value) -> tuple[str, str]:
@@ -120,7 +195,8 @@ def classify(store: Store, func: ast.FunctionDef, facts, class_name: str) -> Fin
     maybe = "" if value.kind == GRAPH else " if it is"
     target = store.text
     extra = {"class_name": class_name, "attribute": target}
-    extra["data"] = {"kind": store.kind, "method": func.name, "value_kind": value.kind, "root": store.root, "node": store.node}
+    extra["data"] = {"kind": store.kind, "method": func.name, "value_kind": value.kind, "root": store.root,
+                     "node": store.node, "origin": value.origin}
     if store.kind in ("attr", "setattr"):
         if store.kind == "setattr":
             name = store.name_node

@@ -1,0 +1,83 @@
+"""What calling a function of the program gives, for autograd.
+
+:func:`function_effect` runs a top-level function's body (this file's or another's, found through
+:mod:`.project_view`) with each parameter in turn as a graph tensor: ``make_pad_mask(lengths)``
+never returns history, ``to_device(m, x)`` returns only ``x``'s, ``th_accuracy(...)`` returns a
+float, a function that calls a module always returns history.  Results are memoised on the
+defining file.  The evaluator reaches this module through ``ImportMap.effect_of`` (installed by
+the analysis), so that the expression semantics do not import the statement walker.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from .flow import Walker, function_grad_mode
+from .graph_tensors import ARG, GRAPH, LEAF, NOTHING, Evaluator, Value
+from .project_view import Definition
+
+
+@dataclass(frozen=True)
+class Effect:
+    """What calling a function gives, for autograd: ``graph`` (always history, e.g. it calls a
+    module), the parameters whose history passes to the result, and whether the result is no
+    tensor at all (a float, a bool, a string)."""
+
+    graph: bool = False
+    passes: tuple[str, ...] = ()
+    params: tuple[str, ...] = ()  # positional parameter names, in order
+    keyword_only: tuple[str, ...] = ()
+
+
+NO_HISTORY = Effect()
+
+
+def function_effect(definition: Definition, depth: int = 0) -> Effect | None:
+    """The :class:`Effect` of a top-level function, judged by running its body with each
+    parameter in turn as a graph tensor.  None when the function is too large to judge."""
+    if depth > 3:
+        return None
+    func = definition.node
+    if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    memo = definition.module.memo
+    key = ("effect", func.name)
+    if key in memo:
+        return memo[key]
+    memo[key] = None  # recursion: unknown
+    result = _judge_function(definition, depth)
+    memo[key] = result
+    return result
+
+
+def _judge_function(definition: Definition, depth: int) -> Effect | None:
+    func = definition.node
+    if sum(1 for _ in ast.walk(func)) > 4000:
+        return None
+    args = func.args
+    positional = [a.arg for a in args.posonlyargs + args.args]
+    keyword_only = [a.arg for a in args.kwonlyargs]
+    names = positional + keyword_only + [a.arg for a in (args.vararg, args.kwarg) if a is not None]
+    imports = definition.module.imports
+    grad = function_grad_mode(func, imports)
+
+    def run(live: str | None) -> Value:
+        ev = Evaluator(imports, None, None, set())
+        ev.depth = depth + 1
+        ev.grad = grad
+        for n in names:
+            ev.env[n] = Value(ARG, f"#{n}") if n == live else NOTHING
+        return Walker(ev, lambda store: None).run(func.body)
+
+    if not grad:
+        return NO_HISTORY
+    base = run(None)
+    if base.kind in (GRAPH, LEAF):
+        return Effect(graph=True, params=tuple(positional), keyword_only=tuple(keyword_only))
+    passes = []
+    for n in names:
+        v = run(n)
+        if v.kind >= ARG:
+            passes.append(n)
+    return Effect(passes=tuple(passes), params=tuple(positional), keyword_only=tuple(keyword_only))

@@ -1,0 +1,249 @@
+"""A file's summary for the whole-program index: small, JSON-able, computed in one walk.
+
+What other files need to know about this one, and nothing that needs another file:
+
+- ``reads``: every attribute name this file reads (``obj.name`` loads, ``getattr(obj, "name")``,
+  ``hasattr``, a ``"name"`` string constant), with where: the fixer's "is it read anywhere?";
+- ``dynamic``: where attributes are reached by a name computed at run time (``getattr(obj, n)``,
+  ``vars(obj)``, ``obj.__dict__``): a reader of every attribute;
+- ``layers``: classes (qualified names) whose instances this file chains into a module
+  (``model.add_module(name, ContentLoss(t))``, ``nn.Sequential(Conv(), Block())``,
+  ``layers.append(AttDot(...))``): their ``forward`` gets the previous layer's output.  A plain
+  ``self.transform = Normalize()`` is not chaining: such a part may well get the raw input;
+- ``factories``: functions of this file that return a new instance of a class (``att_for(args)``),
+  and ``layer_calls``: functions of other files whose result this file makes a layer, so that a
+  layer built through a factory counts too;
+- ``made``: for each class instantiated here, the grad modes it is instantiated in (a beam search
+  built and run only under ``torch.no_grad()`` never records the graph).
+
+Summaries are keyed by the file's content; the index (:mod:`flake8_graphleaf.project.index`)
+caches them.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .flow import function_grad_mode, grad_mode_of
+from .imports import ImportMap
+
+VERSION = 3
+
+# Calls that make their arguments parts of a module.
+_LAYER_CALLS = frozenset(
+    {"add_module", "register_module", "append", "extend", "insert", "Sequential", "ModuleList", "ModuleDict", "setattr"}
+)
+
+
+def summarize(tree: ast.Module, imports: ImportMap) -> dict:
+    s = _Summary(tree, imports)
+    s.run()
+    return {
+        "version": VERSION,
+        "module": imports.module,
+        "reads": s.reads,
+        "dynamic": s.dynamic,
+        "layers": sorted(s.layers),
+        "factories": s.factories,
+        "layer_calls": sorted(s.layer_calls),
+        "made": {k: sorted(v) for k, v in s.made.items()},
+    }
+
+
+class _Summary:
+    def __init__(self, tree: ast.Module, imports: ImportMap):
+        self.tree = tree
+        self.imports = imports
+        self.module = imports.module or "__main__"
+        self.local_classes = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
+        self.reads: dict[str, list] = {}
+        self.dynamic: list = []
+        self.layers: set[str] = set()
+        self.factories: dict[str, list[str]] = {}
+        self.layer_calls: set[str] = set()
+        self.made: dict[str, set[bool]] = {}
+
+    def class_qual(self, func: ast.AST) -> str | None:
+        """The class a call instantiates (local or imported), or None."""
+        if isinstance(func, ast.Name) and func.id in self.local_classes:
+            return f"{self.module}.{func.id}"
+        q = self.imports.qualname(func)
+        if q and q.rsplit(".", 1)[-1][:1].isupper():
+            return q
+        return None
+
+    def made_by(self, func: ast.AST) -> list[str]:
+        """The classes a call gives a new instance of: a class, or a factory of this file."""
+        q = self.class_qual(func)
+        if q:
+            return [q]
+        if isinstance(func, ast.Name):
+            return self.factories.get(func.id, [])
+        return []
+
+    def run(self) -> None:
+        # factories first (top-level functions returning a new instance), so uses can see them
+        for _ in range(2):  # a factory that calls a factory (att_for -> initial_att)
+            for node in self.tree.body:
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    made = _returned_instances(node, self.made_by)
+                    if made:
+                        self.factories[node.name] = made
+        self.visit_body(self.tree.body, None, None, True, {})
+
+    def visit_body(self, body, cls, fn, grad, bound) -> None:
+        for stmt in body:
+            self.visit(stmt, cls, fn, grad, bound)
+
+    def visit(self, node: ast.AST, cls: str | None, fn: str | None, grad: bool, bound: dict) -> None:
+        if isinstance(node, ast.ClassDef):
+            for d in node.decorator_list + node.bases:
+                self.visit(d, cls, fn, grad, bound)
+            self.visit_body(node.body, node.name, fn, grad, {})
+            return
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for d in node.decorator_list:
+                self.visit(d, cls, fn, grad, bound)
+            inner = function_grad_mode(node, self.imports) if grad else grad
+            self.visit_body(node.body, cls, node.name, inner, {})
+            return
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            inner = grad
+            for item in node.items:
+                self.visit(item.context_expr, cls, fn, grad, bound)
+                inner = grad_mode_of(item.context_expr, self.imports, inner)
+            self.visit_body(node.body, cls, fn, inner, bound)
+            return
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            self.assignment(node, cls, bound)
+        elif isinstance(node, ast.Attribute):
+            if isinstance(node.ctx, ast.Load):
+                self.read(node.attr, node, cls, fn, "attr")
+                if node.attr == "__dict__":
+                    self.dynamic.append([node.lineno, "__dict__"])
+        elif isinstance(node, ast.Constant):
+            if isinstance(node.value, str) and node.value.isidentifier():
+                self.read(node.value, node, cls, fn, "string")
+        elif isinstance(node, ast.Call):
+            self.call(node, cls, fn, grad, bound)
+        for child in ast.iter_child_nodes(node):
+            self.visit(child, cls, fn, grad, bound)
+
+    def read(self, name: str, node: ast.AST, cls, fn, how: str) -> None:
+        self.reads.setdefault(name, []).append([node.lineno, node.col_offset, cls, fn, how])
+
+    def assignment(self, node, cls, bound: dict) -> None:
+        value = node.value
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if isinstance(value, ast.Call):
+            made = self.made_by(value.func)
+            if made and made[0] in _CONTAINERS:
+                # self.convs = nn.ModuleList([GCNConv(...) for ...]): it holds what it lists
+                before = set(self.layers)
+                for arg in list(value.args) + [k.value for k in value.keywords]:
+                    self.layer_argument(arg, bound)
+                made = sorted(self.layers - before) or made
+            if made:
+                for t in targets:
+                    if isinstance(t, ast.Name):
+                        bound[t.id] = made
+
+    def call(self, node: ast.Call, cls, fn, grad: bool, bound: dict) -> None:
+        f = node.func
+        name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+        if isinstance(f, ast.Name) and name in ("getattr", "hasattr") and len(node.args) >= 2:
+            key = node.args[1]
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                self.read(key.value, node, cls, fn, "getattr")
+            else:
+                self.dynamic.append([node.lineno, name])
+        elif isinstance(f, ast.Name) and name == "vars" and node.args:
+            self.dynamic.append([node.lineno, "vars"])
+        qual = self.class_qual(f)
+        if qual:
+            self.made.setdefault(qual, set()).add(grad)
+        if name in _LAYER_CALLS:
+            for arg in list(node.args) + [k.value for k in node.keywords]:
+                self.layer_argument(arg, bound)
+
+    def layer_argument(self, arg: ast.AST, bound: dict) -> None:
+        if isinstance(arg, ast.Call):
+            made = self.made_by(arg.func)
+            self.layers.update(made)
+            q = None if made else self.imports.qualname(arg.func)
+            if q and not q.startswith("torch"):
+                self.layer_calls.add(q)  # layers.append(att_for(args)): a factory of another file
+        elif isinstance(arg, ast.Name) and arg.id in bound:
+            self.layers.update(bound[arg.id])
+        elif isinstance(arg, (ast.List, ast.Tuple)):
+            for e in arg.elts:
+                self.layer_argument(e, bound)
+        elif isinstance(arg, (ast.ListComp, ast.GeneratorExp)):
+            self.layer_argument(arg.elt, bound)
+        elif isinstance(arg, ast.Starred):
+            self.layer_argument(arg.value, bound)
+
+
+_CONTAINERS = frozenset({"torch.nn.ModuleList", "torch.nn.Sequential", "torch.nn.ModuleDict",
+                         "torch.nn.modules.container.ModuleList", "torch.nn.modules.container.Sequential"})
+
+
+def _is_self_attr(target: ast.AST) -> bool:
+    return isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"
+
+
+def _returned_instances(func: ast.AST, made_by) -> list[str]:
+    """The classes a factory function returns new instances of: ``return C(...)``, or
+    ``return x`` where ``x = C(...)`` in the function (every branch counts)."""
+    bound: dict[str, list[str]] = {}
+    returns: list[ast.AST] = []
+    stack = list(func.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            made = made_by(node.value.func)
+            for t in node.targets:
+                if isinstance(t, ast.Name) and made:
+                    bound.setdefault(t.id, []).extend(made)
+        if isinstance(node, ast.Return) and node.value is not None:
+            returns.append(node.value)
+        if isinstance(node, ast.stmt):
+            stack.extend(ast.iter_child_nodes(node))
+    out: list[str] = []
+    for value in returns:
+        if isinstance(value, ast.Call):
+            out += made_by(value.func)
+        elif isinstance(value, ast.Name):
+            out += bound.get(value.id, [])
+    return sorted(set(out))
+
+
+def current_summary(imports) -> dict:
+    """The summary of the file being analysed (computed once)."""
+    summary = getattr(imports, "summary", None)
+    if summary is None:
+        summary = summarize(imports.current.tree, imports)
+        imports.summary = summary
+    return summary
+
+
+def is_layer(imports, class_name: str) -> bool:
+    """Are instances of this file's class ``class_name`` made parts of other modules (here or,
+    with an index, anywhere in the project)?"""
+    qual = f"{imports.module or '__main__'}.{class_name}"
+    if qual in current_summary(imports)["layers"]:
+        return True
+    index = getattr(imports.project, "index", None)
+    return index is not None and index.is_layer(qual)
+
+
+def made_only_without_grad(imports, class_name: str) -> bool:
+    """Is every instantiation of this class, in this file and the project, under no_grad?"""
+    qual = f"{imports.module or '__main__'}.{class_name}"
+    modes = set(current_summary(imports)["made"].get(qual, ()))
+    index = getattr(imports.project, "index", None)
+    if index is not None:
+        modes |= index.made_in(qual)
+    return bool(modes) and True not in modes

@@ -1,0 +1,214 @@
+"""The project index: one small summary per file of the checked project, and what follows
+from all of them together.
+
+Per file (:func:`flake8_graphleaf.analysis.summaries.summarize`, keyed by content hash, kept in
+memory and, with a cache, on disk): attributes read, dynamic attribute access, classes made part
+of another module, factories, grad mode of each instantiation.  Across files:
+
+- :meth:`ProjectIndex.attribute_reads` / :meth:`dynamic_access`: who reads an attribute, for the
+  fixer's safety decisions (a rename is safe only if nothing in the project reads it);
+- :meth:`is_layer`: the class's instances become parts of other modules somewhere in the project,
+  so its ``forward`` gets activations (the previous layer's output);
+- :meth:`made_only_without_grad`: every instantiation of the class in the project happens under
+  ``torch.no_grad()`` / ``inference_mode`` (beam searches, streaming decoders).
+
+Nothing here imports user code: files are read and parsed, never run.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+import re
+import warnings
+from dataclasses import dataclass
+
+from ..analysis.imports import ImportMap
+from ..analysis.summaries import VERSION, summarize
+from .names import module_name_for
+
+# Folders never indexed (virtual environments, build output, caches, VCS).
+SKIP_DIRS = frozenset(
+    """.git .hg .svn .tox .nox .venv venv env .env __pycache__ build dist node_modules .mypy_cache
+    .pytest_cache .ruff_cache .graphleaf_cache site-packages .eggs""".split()
+)
+MAX_FILES = 50_000
+MAX_BYTES = 2_000_000
+
+
+@dataclass(frozen=True)
+class AttrRead:
+    path: str
+    line: int
+    col: int
+    class_name: str | None
+    function: str | None
+    how: str  # "attr" (obj.name load), "getattr" (getattr/hasattr with that name), "string"
+
+
+def python_files(paths: list[str]) -> list[str]:
+    """Every ``.py`` file under ``paths`` (files are taken as given), sorted, without the
+    folders in SKIP_DIRS or hidden ones."""
+    out: list[str] = []
+    for p in paths:
+        if os.path.isfile(p):
+            if p.endswith(".py"):
+                out.append(os.path.abspath(p))
+            continue
+        for dirpath, dirnames, filenames in os.walk(p):
+            dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith(".") and not d.endswith(".egg-info"))
+            for name in sorted(filenames):
+                if name.endswith(".py"):
+                    out.append(os.path.abspath(os.path.join(dirpath, name)))
+                    if len(out) >= MAX_FILES:
+                        return out
+    return sorted(set(out))
+
+
+class ProjectIndex:
+    """Lazy: files are listed when first needed, and a file is parsed and summarised only when a
+    question names something its text contains (``is_layer("pkg.att.AttDot")`` reads the files
+    that mention ``AttDot``).  Each summary is kept, by content hash, in memory and in the cache."""
+
+    def __init__(self, paths: list[str] | tuple[str, ...] = (), cache=None):
+        self.paths = [os.path.abspath(p) for p in paths]
+        self.cache = cache  # project.cache store with get/put(kind, key, data), or None
+        self.summaries: dict[str, dict] = {}
+        self._files: list[str] | None = None
+        self._texts: dict[str, str] = {}
+        self._words: dict[str, set[str]] | None = None
+        self._answers: dict = {}
+
+    @classmethod
+    def build(cls, paths: list[str], cache=None) -> "ProjectIndex":
+        return cls(paths, cache)
+
+    def add_root(self, path: str) -> None:
+        path = os.path.abspath(path)
+        if path not in self.paths:
+            self.paths.append(path)
+            self._files = None
+            self._words = None
+            self._answers.clear()
+
+    # -- files ----------------------------------------------------------------------
+    def files(self) -> list[str]:
+        if self._files is None:
+            self._files = python_files(self.paths)
+        return self._files
+
+    def text(self, path: str) -> str:
+        t = self._texts.get(path)
+        if t is None:
+            try:
+                if os.path.getsize(path) > MAX_BYTES:
+                    t = ""
+                else:
+                    with open(path, "rb") as fh:
+                        t = fh.read().decode("utf-8", "replace")
+            except OSError:
+                t = ""
+            self._texts[path] = t
+        return t
+
+    def mentioning(self, word: str) -> list[str]:
+        """Files whose text contains ``word`` (CamelCase words through a word index)."""
+        if word[:1].isupper():
+            if self._words is None:
+                self._words = {}
+                for path in self.files():
+                    for w in set(_CAMEL.findall(self.text(path))):
+                        self._words.setdefault(w, set()).add(path)
+            return sorted(self._words.get(word, ()))
+        return [p for p in self.files() if word in self.text(p)]
+
+    def summary(self, path: str) -> dict | None:
+        if path in self.summaries:
+            return self.summaries[path]
+        text = self.text(path)
+        source = text.encode("utf-8", "surrogateescape") if text else b""
+        key = f"{VERSION}:{hashlib.sha256(source).hexdigest()}:{path}"
+        summary = self.cache.get("summary", key) if self.cache is not None else None
+        if summary is None:
+            summary = summarize_source(source, path) if text else None
+            if summary is not None and self.cache is not None:
+                self.cache.put("summary", key, summary)
+        self.summaries[path] = summary
+        return summary
+
+    def _summaries(self, word: str) -> list[tuple[str, dict]]:
+        out = []
+        for p in self.mentioning(word):
+            s = self.summary(p)
+            if s is not None:
+                out.append((p, s))
+        return out
+
+    # -- questions ------------------------------------------------------------------
+    def attribute_reads(self, name: str) -> list[AttrRead]:
+        """Every read of attribute ``name`` in the project (see summaries.summarize)."""
+        out = []
+        for path, s in self._summaries(name):
+            for line, col, cls, fn, how in s["reads"].get(name, ()):
+                out.append(AttrRead(path, line, col, cls, fn, how))
+        return out
+
+    def dynamic_access(self) -> list[tuple[str, int]]:
+        """Where the project reaches attributes by computed names (getattr(o, n), vars(o), __dict__)."""
+        out = []
+        for word in ("getattr", "hasattr", "vars", "__dict__"):
+            for path, s in self._summaries(word):
+                out += [(path, line) for line, _ in s["dynamic"]]
+        return sorted(set(out))
+
+    def is_layer(self, qualname: str) -> bool:
+        key = ("layer", qualname)
+        if key not in self._answers:
+            self._answers[key] = self._is_layer(qualname)
+        return self._answers[key]
+
+    def _is_layer(self, qualname: str) -> bool:
+        name = qualname.rsplit(".", 1)[-1]
+        factories = []
+        for _, s in self._summaries(name):
+            if qualname in s["layers"]:
+                return True
+            if s.get("module"):
+                factories += [f"{s['module']}.{f}" for f, made in s["factories"].items() if qualname in made]
+        for factory in factories:  # self.att = att_for(args), att_for in another file
+            for _, s in self._summaries(factory.rsplit(".", 1)[-1]):
+                if factory in s["layer_calls"]:
+                    return True
+        return False
+
+    def made_in(self, qualname: str) -> set[bool]:
+        """The grad modes the project instantiates this class in (empty: never seen made)."""
+        key = ("made", qualname)
+        if key not in self._answers:
+            modes: set[bool] = set()
+            for _, s in self._summaries(qualname.rsplit(".", 1)[-1]):
+                modes.update(s["made"].get(qualname, ()))
+            self._answers[key] = modes
+        return self._answers[key]
+
+    def made_only_without_grad(self, qualname: str) -> bool:
+        modes = self.made_in(qualname)
+        return bool(modes) and True not in modes
+
+
+_CAMEL = re.compile(r"\b[A-Z][A-Za-z0-9_]*")
+
+
+def summarize_source(source: bytes, path: str) -> dict | None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(source, filename=path)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    module, is_package, _ = module_name_for(path)
+    try:
+        return summarize(tree, ImportMap(tree, module, is_package))
+    except RecursionError:
+        return None

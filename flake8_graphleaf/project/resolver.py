@@ -1,0 +1,125 @@
+"""Finding and parsing the other files of the program, for the analysis of one file.
+
+:class:`FileResolver` is the :class:`~flake8_graphleaf.analysis.project_view.ProjectView` that both
+faces use (``graphleaf check`` and the flake8 plugin), so they give the same findings.  A dotted
+module name is looked up, without importing anything, under:
+
+1. the roots of the project: for a file inside a package, the folder that holds its top-level
+   package (``src/pkg/sub/model.py`` -> ``src/``); the folders given explicitly;
+2. the folders of ``sys.path`` (installed packages), for names not found in the project.
+
+Files are parsed once per process and kept while their size and modification time do not
+change.  A file that does not parse, cannot be read, or is larger than ``MAX_BYTES`` is treated
+as absent: what it defines is unknown, and unknown is never reported.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import sys
+import warnings
+
+from ..analysis.effects import function_effect
+from ..analysis.imports import ImportMap
+from ..analysis.project_view import NOT_LOOKED_UP, ParsedModule, ProjectView
+from .index import ProjectIndex
+from .names import module_name_for
+
+MAX_BYTES = 2_000_000
+
+
+class FileResolver(ProjectView):
+    def __init__(self, roots: list[str] | tuple[str, ...] = (), use_sys_path: bool = True, cache=None):
+        super().__init__()
+        self.index = ProjectIndex((), cache)
+        self.roots: list[str] = []
+        self.use_sys_path = use_sys_path
+        self._files: dict[str, tuple[tuple[int, int], ParsedModule | None]] = {}
+        self._where: dict[str, str | None] = {}
+        for r in roots:
+            self.add_root(r)
+
+    def add_root(self, root: str | None) -> None:
+        if root:
+            root = os.path.abspath(root)
+            if root not in self.roots:
+                self.roots.append(root)
+                self._where.clear()
+                self.index.add_root(root)
+
+    def options_for(self, path: str) -> dict:
+        """The ``Options`` fields for analysing ``path`` in this project (its module name, and
+        its root added to the roots)."""
+        module, is_package, root = module_name_for(path)
+        if root is None and module is None:
+            root = os.path.dirname(os.path.abspath(path))
+        self.add_root(root)
+        return {"module": module, "is_package": is_package, "project": self}
+
+    # -- ProjectView ----------------------------------------------------------------
+    def parsed(self, module: str) -> ParsedModule | None:
+        if not module or module.split(".")[0] in NOT_LOOKED_UP:
+            return None
+        path = self._locate(module)
+        if path is None:
+            return None
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        stamp = (st.st_size, st.st_mtime_ns)
+        cached = self._files.get(path)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        parsed = self._parse(module, path, st.st_size)
+        self._files[path] = (stamp, parsed)
+        return parsed
+
+    def _locate(self, module: str) -> str | None:
+        if module in self._where:
+            return self._where[module]
+        rel = module.replace(".", os.sep)
+        found = None
+        search = list(self.roots)
+        if self.use_sys_path:
+            search += [p for p in sys.path if p and os.path.isdir(p) and os.path.abspath(p) not in self.roots]
+        for root in search:
+            for candidate in (os.path.join(root, rel + ".py"), os.path.join(root, rel, "__init__.py")):
+                if os.path.isfile(candidate):
+                    found = candidate
+                    break
+            if found:
+                break
+        self._where[module] = found
+        return found
+
+    def _parse(self, module: str, path: str, size: int) -> ParsedModule | None:
+        if size > MAX_BYTES:
+            return None
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                tree = ast.parse(data, filename=path)
+        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        is_package = os.path.basename(path) == "__init__.py"
+        imports = ImportMap(tree, module, is_package, self)
+        parsed = ParsedModule.of(module, path, tree, imports)
+        imports.current = parsed
+        imports.effect_of = function_effect
+        return parsed
+
+
+_SHARED: FileResolver | None = None
+
+
+def shared_resolver() -> FileResolver:
+    """The process's resolver: one per process, so that each file of the program is parsed once
+    however many files refer to it (the CLI's workers and flake8's each have their own)."""
+    global _SHARED
+    if _SHARED is None:
+        _SHARED = FileResolver()
+    return _SHARED
