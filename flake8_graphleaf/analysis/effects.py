@@ -25,6 +25,7 @@ class Effect:
     tensor at all (a float, a bool, a string)."""
 
     graph: bool = False
+    leaf: bool = False  # returns parameters (nn.Parameter(...), leaves that require grad)
     passes: tuple[str, ...] = ()
     params: tuple[str, ...] = ()  # positional parameter names, in order
     keyword_only: tuple[str, ...] = ()
@@ -73,8 +74,10 @@ def _judge_function(definition: Definition, depth: int) -> Effect | None:
     if not grad:
         return NO_HISTORY
     base = run(None)
-    if base.kind in (GRAPH, LEAF):
+    if base.kind == GRAPH:
         return Effect(graph=True, params=tuple(positional), keyword_only=tuple(keyword_only))
+    if base.kind == LEAF:
+        return Effect(leaf=True, params=tuple(positional), keyword_only=tuple(keyword_only))
     passes = []
     for n in names:
         v = run(n)

@@ -577,6 +577,8 @@ class Evaluator:
             return None
         if effect.graph:
             return self.module_call(f"{name}(...)", pos, kw)
+        if effect.leaf:
+            return Value(LEAF, f"{name}(...)")
         passed = [
             v for p, v in zip(effect.params, pos) if p in effect.passes
         ] + [v for k, v in kw.items() if k in effect.passes]

@@ -12,7 +12,6 @@ from .flow import Store, Walker, function_grad_mode
 from .graph_tensors import ARG, MODULE, NOTHING, Evaluator, Value, argument_value, join, looks_like_module_name
 from .imports import ImportMap
 from .modules import ClassInfo
-from .summaries import made_only_without_grad
 
 StoreSink = Callable[[Store, ast.FunctionDef], None]
 
@@ -97,13 +96,10 @@ class ClassRunner:
         self._sink, self._memo, self._active, self.reached = sink, {}, set(), set()
         self._skip = skip
         self._building = not forward
-        # A class the project only ever makes under no_grad (a beam search built and run in a
-        # decoding loop) never records the graph in its forward.
-        grad = not (forward and made_only_without_grad(self.imports, self.info.node.name))
         for name in roots:
             func = self.info.facts.methods[name]
-            params = self._root_params(func, forward and grad)
-            self._run(func, params, grad)
+            params = self._root_params(func, forward)
+            self._run(func, params, True)
         return set(self.reached)
 
     def _root_params(self, func: ast.FunctionDef, forward: bool) -> dict[str, Value]:

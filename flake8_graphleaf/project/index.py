@@ -86,11 +86,12 @@ class ProjectIndex:
 
     def add_root(self, path: str) -> None:
         path = os.path.abspath(path)
-        if path not in self.paths:
-            self.paths.append(path)
-            self._files = None
-            self._words = None
-            self._answers.clear()
+        if any(path == p or path.startswith(p.rstrip(os.sep) + os.sep) for p in self.paths):
+            return  # already indexed
+        self.paths = [p for p in self.paths if not p.startswith(path.rstrip(os.sep) + os.sep)] + [path]
+        self._files = None
+        self._words = None
+        self._answers.clear()
 
     # -- files ----------------------------------------------------------------------
     def files(self) -> list[str]:
@@ -113,12 +114,13 @@ class ProjectIndex:
         return t
 
     def mentioning(self, word: str) -> list[str]:
-        """Files whose text contains ``word`` (CamelCase words through a word index)."""
+        """Files whose text contains ``word``; for a class name (CamelCase), the files that call
+        it (``Name(``), through a word index built once."""
         if word[:1].isupper():
             if self._words is None:
                 self._words = {}
                 for path in self.files():
-                    for w in set(_CAMEL.findall(self.text(path))):
+                    for w in set(_CAMEL_CALL.findall(self.text(path))):
                         self._words.setdefault(w, set()).add(path)
             return sorted(self._words.get(word, ()))
         return [p for p in self.files() if word in self.text(p)]
@@ -197,7 +199,7 @@ class ProjectIndex:
         return bool(modes) and True not in modes
 
 
-_CAMEL = re.compile(r"\b[A-Z][A-Za-z0-9_]*")
+_CAMEL_CALL = re.compile(r"\b([A-Z][A-Za-z0-9_]*)\s*\(")
 
 
 def summarize_source(source: bytes, path: str) -> dict | None:

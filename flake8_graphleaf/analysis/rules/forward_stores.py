@@ -9,7 +9,7 @@ import re
 from ..findings import Finding
 from ..flow import Store
 from ..graph_tensors import ARG, GRAPH, LEAF, MODULE
-from ..summaries import is_layer
+from ..summaries import is_layer, made_only_without_grad
 from ..scopes import ClassRunner, self_name
 from . import drop_overwritten, finding, origin_text
 
@@ -119,6 +119,8 @@ def check(runner: ClassRunner) -> list[Finding]:
             out.append(f)
 
     runner.forward_reached = runner.run_forward(sink)
+    if out and made_only_without_grad(runner.imports, runner.info.node.name):
+        return []  # the project only ever makes it under no_grad (a beam search in a decoding loop)
     kept = drop_overwritten(out, runner)
     for f in kept:
         if f.data.get("value_kind") == ARG:
