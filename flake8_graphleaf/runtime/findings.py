@@ -40,9 +40,13 @@ class GraphTensor:
     # [(owner object, attribute names from it down to the tensor)], nearest owner first.
     owners: list[tuple[Any, tuple[str, ...]]] = field(default_factory=list, repr=False, compare=False)
     tensor: Any = field(default=None, repr=False, compare=False)
+    grad_of: Any = field(default=None, repr=False, compare=False)  # the leaf whose .grad this tensor is
+
 
     def describe(self) -> str:
         shape = "(" + ", ".join(str(s) for s in self.shape) + ("," if len(self.shape) == 1 else "") + ")"
+        if self.grad_fn is None and self.requires_grad:
+            return f"{shape} {self.dtype} {self.device} requires_grad=True (a leaf)"
         return f"{shape} {self.dtype} {self.device} grad_fn={self.grad_fn}"
 
 
