@@ -74,6 +74,15 @@ class Findings(list):
 
 
 
+_LABELS = {
+    "trace": "stored:",  # nn.Module.__setattr__ recorded by trace_stores / explain --run
+    "assigned": "assigned (static, not recorded):",  # a self.<attr> = ... line of the owner's class
+    "built": "built:",
+    "sent": "sent:",
+    "loader": "given to a DataLoader:",
+}
+
+
 def format_explanation(items: Findings | list[GraphTensor]) -> str:
     problems = getattr(items, "problems", [])
     if not items and not problems:
@@ -89,10 +98,10 @@ def format_explanation(items: Findings | list[GraphTensor]) -> str:
         lines.append("")
         lines.append(f"{item.path}  {item.describe()}")
         if not item.sources:
-            lines.append("    <- no static finding names this attribute (run the forward under trace_stores, "
-                         "or `graphleaf explain --trace`, to record the line)")
+            lines.append("    <- no store of it was recorded (it was not set on a module with setattr while "
+                         "traced) and no static finding names this attribute")
         for s in item.sources:
-            code = f"{s.code} (traced)" if s.traced and s.code != "trace" else s.code
+            code = f"{s.code} (traced)" if s.traced and s.code != "trace" else _LABELS.get(s.code, s.code)
             lines.append(f"    <- {s.location()} {code} {s.text}")
     for p in problems:
         lines.append("")
