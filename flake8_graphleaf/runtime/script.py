@@ -419,7 +419,8 @@ def report_feeder_error(rec: Recorder, script: str, out: TextIO):
     def handler(e, obj):
         rec.stopping.set()  # the main thread must not report "ran to the end" meanwhile
         site = rec.put_sites.get(obj)
-        failure = Failure("pickle", e, obj, "obj", (site.file, site.line) if site else None)
+        call = (site.file, site.line) if site else None
+        failure = Failure("pickle", e, obj, _root_name(call, obj, "obj"), call)
         try:
             text, _items = describe_failure(failure, rec, script)
             print(text.replace("sending an object to another process", "Queue.put(...) of an object, pickled in "
