@@ -110,7 +110,7 @@ def _workers(node: ast.Call) -> bool:
 
 def _never_detaches(cls: ast.ClassDef) -> bool:
     for n in ast.walk(cls):
-        if isinstance(n, ast.Attribute) and n.attr in ("detach", "detach_", "requires_grad_", "data"):
+        if isinstance(n, ast.Attribute) and n.attr in ("detach", "detach_", "requires_grad_"):
             return False
         if isinstance(n, ast.Name) and n.id in ("no_grad", "inference_mode"):
             return False
