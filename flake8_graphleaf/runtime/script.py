@@ -238,6 +238,8 @@ def _frames(exc: BaseException):
 
 
 def _is_user_file(fname: str) -> bool:
+    if fname.startswith("<"):
+        return False  # <frozen runpy>, <string>
     fname = os.path.abspath(fname)
     return not (fname.startswith(TORCH_DIR) or fname.startswith(_MP_DIR) or fname == _COPY_FILE
                 or fname in _SKIP or fname.startswith(os.path.dirname(_HERE) + os.sep)
@@ -367,6 +369,10 @@ def describe_failure(failure: Failure, rec: Recorder, script: str) -> tuple[str,
     else:
         lines.append(f"graphleaf explain: {head}")
     lines.append(f"{type(failure.error).__name__}: {first}")
+    if failure.kind == "worker":
+        last = str(failure.error).strip().splitlines()[-1]
+        if last != first:
+            lines.append(f"    in the worker: {last}")
     lines.append("")
     if failure.obj is None:
         lines.append("the object could not be found in the traceback (it was copied or sent without a frame "
