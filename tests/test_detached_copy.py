@@ -172,3 +172,14 @@ def test_every_fixture_model_after_a_step(path):
     for (p, x), (_, y) in zip(tensors(model), tensors(c)):
         assert torch.equal(x.detach(), y), p
         assert y.requires_grad == (x.requires_grad and x.is_leaf), p
+
+
+def test_the_ema_recipe_in_the_docs_runs():
+    import re
+    import subprocess
+    import sys
+
+    text = open(os.path.join(ROOT, "docs", "runtime.md"), encoding="utf-8").read()
+    recipe = next(b for b in re.findall(r"```python\n(.*?)```", text, flags=re.S) if "AveragedModel" in b)
+    r = subprocess.run([sys.executable, "-c", recipe], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "ema ok False Net" in r.stdout, r.stderr
