@@ -209,9 +209,10 @@ def check(tree: ast.Module, imports: ImportMap, module_classes: set[str], source
 
     top = [s for s in tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
     scopes: list[tuple[list[ast.stmt], ast.AST | None]] = [(top, None)] + [(f.body, f) for f in functions]
+    lines = source.splitlines() if source is not None else []
     for body, func in scopes:
         if source is not None and func is not None:
-            text = ast.get_source_segment(source, func) or ""
+            text = "\n".join(lines[func.lineno - 1: func.end_lineno or func.lineno])
             if not any(w in text for w in ("DataLoader", "put", "Process", "spawn", "start_processes")):
                 continue
         ev = _Boundary(imports, module_classes, datasets, spawn_file, report)
