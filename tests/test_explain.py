@@ -76,7 +76,7 @@ def test_both_target_forms_exit_1_and_name_the_line(target):
     assert r.returncode == 1, r.stdout + r.stderr
     assert "copy.deepcopy(model): RuntimeError: Only Tensors created explicitly by the user" in r.stdout
     assert "model.cache  (4, 4) float32 cpu grad_fn=AddmmBackward0" in r.stdout
-    assert "cache_last_output.py:15 GLF001 self.cache = out" in r.stdout
+    assert "cache_last_output.py:15 GLF001 (traced) self.cache = out" in r.stdout  # traced by default
 
 
 @pytest.mark.torch
@@ -93,7 +93,7 @@ def test_absolute_path_from_another_directory(tmp_path):
     target = os.path.join(ROOT, MODELS, "seg_head_loss.py") + ":make_model"
     r = explain(target, cwd=str(tmp_path))
     assert r.returncode == 1, r.stdout + r.stderr
-    assert "model.head.loss" in r.stdout and "GLF001 self.loss = F.cross_entropy" in r.stdout
+    assert "model.head.loss" in r.stdout and "GLF001 (traced) self.loss = F.cross_entropy" in r.stdout
 
 
 @pytest.mark.torch
@@ -139,3 +139,22 @@ def test_missing_inputs_and_failing_model_exit_2(tmp_path):
     assert r.returncode == 2 and "ValueError: boom" in r.stderr and "Traceback" not in r.stderr
     r = explain(f"{f}:not_a_module", "--inputs", f"{f}:make_model")
     assert r.returncode == 2 and "not a torch.nn.Module" in r.stderr
+
+
+@pytest.mark.torch
+def test_the_step_is_traced_by_default():
+    pytest.importorskip("torch")
+    path = os.path.join(MODELS, "running_mean_buffer.py")
+    r = explain(path + ":make_model")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "running_mean_buffer.py:15 GLF004 (traced)" in r.stdout
+    r = explain(path + ":make_model", "--no-trace")
+    assert "running_mean_buffer.py:15 GLF004 self.running_mean" in r.stdout and "(traced)" not in r.stdout
+
+
+@pytest.mark.torch
+def test_target_and_run_are_exclusive():
+    r = explain(os.path.join(MODELS, "cache_last_output.py") + ":make_model", "--run", "x.py")
+    assert r.returncode == 2 and "not both" in r.stderr
+    r = explain()
+    assert r.returncode == 2 and "give a TARGET" in r.stderr

@@ -350,3 +350,25 @@ def test_hook_fixture_path():
     _, model, _ = _run_fixture(os.path.join(ROOT, "fixtures", "models", "forward_hook_saver.py"))
     (g,) = find_graph_tensors(model)
     assert g.path.startswith("model.features[2]._forward_hooks[") and g.path.endswith("].__self__.hidden")
+
+
+def test_class_whose_module_is_not_in_sys_modules_maps_through_its_code(tmp_path):
+    import importlib.util
+    import sys
+
+    src = tmp_path / "cfgnet.py"
+    src.write_text(
+        "import torch.nn as nn\n"
+        "class CfgNet(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(2, 2)\n"
+        "    def forward(self, x):\n        self.last = self.fc(x)\n        return self.last\n"
+    )
+    spec = importlib.util.spec_from_file_location("never_registered_cfgnet", src)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert "never_registered_cfgnet" not in sys.modules
+    m = mod.CfgNet()
+    m(torch.randn(1, 2))
+    (item,) = explain(m, print_result=False)
+    assert [(s.line, s.code) for s in item.sources] == [(7, "GLF001")]
+    assert item.sources[0].file == str(src)

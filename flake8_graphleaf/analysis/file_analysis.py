@@ -17,7 +17,7 @@ from .imports import ImportMap
 from .project_view import ParsedModule, ProjectView
 from .modules import collect_classes
 from .rules.forward_stores import ARGUMENT_ONLY
-from .rules import construction, deepcopy_calls, forward_stores, hooks, legacy_norm, pruning
+from .rules import construction, deepcopy_calls, forward_stores, hooks, legacy_norm, process_boundary, pruning
 from .scopes import ClassRunner
 
 # A file that mentions none of these cannot have a finding.
@@ -100,6 +100,8 @@ def analyze_file(tree: ast.AST, source: str | None = None, options: Options | No
         findings += deepcopy_calls.check(tree, imports, classes, module_classes, findings, source)
     if not options.argument_stores:
         findings = [f for f in findings if f.code != ARGUMENT_ONLY]
+    if source is None or any(w in source for w in process_boundary.WORDS):
+        findings += process_boundary.check(tree, imports, module_classes, source)
     unique: dict[tuple, Finding] = {}
     for f in findings:
         unique.setdefault((f.line, f.col, f.code), f)

@@ -29,7 +29,7 @@ from ..analysis.rules import all_rules
 from ..fix.writer import SourceError, Source, check_parses, decode, encode, read_source, restore_newlines, write_atomic
 
 LAZY = {
-    "explain": ("flake8_graphleaf.cli.explain", "show, for one finding, the tensor's autograd history (needs torch)"),
+    "explain": ("flake8_graphleaf.cli.explain", "name the tensors that break deepcopy: a model's step, or --run SCRIPT (needs torch)"),
     "verify": ("flake8_graphleaf.cli.verify", "run the model and prove that deepcopy works (needs torch)"),
 }
 STDIN = "-"

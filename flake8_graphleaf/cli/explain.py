@@ -7,6 +7,10 @@ it and exits 2.
 
 Exit codes: 0 deepcopy works, 1 deepcopy would fail, 2 usage error (bad target, no
 torch, the model or its inputs could not be built or run).
+
+``graphleaf explain --run SCRIPT [ARG ...]`` runs the user's script instead
+(:func:`flake8_graphleaf.runtime.script.run_script`): 0 it finished, 1 it raised the graph-leaf
+error or a process-boundary error (located), 2 usage error, 3 it failed on its own.
 """
 
 from __future__ import annotations
@@ -28,8 +32,13 @@ INSTALL_HINT = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "target", metavar="TARGET",
+        "target", metavar="TARGET", nargs="?", default=None,
         help="callable that returns the model: 'package.module:make_model' or 'path/to/file.py:make_model'",
+    )
+    parser.add_argument(
+        "--run", metavar="SCRIPT [ARG ...]", nargs=argparse.REMAINDER, default=None,
+        help="run SCRIPT as __main__ with those arguments (everything after SCRIPT goes to it) and explain "
+        "a graph-leaf or process-boundary crash in it: exit 0 it finished, 1 crash located, 3 it failed on its own",
     )
     parser.add_argument(
         "--inputs", metavar="TARGET", default=None,
@@ -40,9 +49,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     mode.add_argument("--train", dest="train", action="store_true", default=True,
                       help="run the forward in train mode (the default, as training does)")
     mode.add_argument("--eval", dest="train", action="store_false", help="run the forward in eval mode")
-    parser.add_argument("--trace", action="store_true",
-                        help="record, while the forward runs, the file:line of every store of a graph tensor "
-                        "on the module tree (trace_stores)")
+    parser.add_argument("--trace", dest="trace", action="store_true", default=True,
+                        help="record, while the step runs, the file:line of every store of a graph tensor "
+                        "on the module tree (trace_stores); the default")
+    parser.add_argument("--no-trace", dest="trace", action="store_false",
+                        help="do not record stores while the step runs (static findings only)")
     parser.add_argument("--no-backward", dest="backward", action="store_false", default=True,
                         help="do not back-propagate after the forward")
 
@@ -90,11 +101,22 @@ def _call(model, inputs, torch):
 
 
 def run(args: argparse.Namespace) -> int:
+    run_argv = getattr(args, "run", None)
+    if run_argv is not None and not run_argv:
+        return _error("--run needs a SCRIPT: graphleaf explain --run SCRIPT [ARG ...]")
+    if run_argv is not None and args.target is not None:
+        return _error("give either TARGET or --run SCRIPT [ARG ...], not both")
+    if run_argv is None and args.target is None:
+        return _error("give a TARGET (path/to/file.py:make_model) or --run SCRIPT [ARG ...]")
     try:
         import torch  # noqa: F401
     except ImportError:
         print(INSTALL_HINT, file=sys.stderr)
         return EXIT_USAGE
+    if run_argv is not None:
+        from ..runtime.script import run_script
+
+        return run_script(run_argv[0], run_argv[1:])
     import copy
 
     from .. import runtime
@@ -150,17 +172,22 @@ def run(args: argparse.Namespace) -> int:
                 if trace_cm is not None:
                     trace_cm.__exit__(None, None, None)
     except Exception as exc:  # noqa: BLE001
-        if not runtime._graph_leaf_error(exc):
+        from ..runtime.walk import _graph_leaf_error
+
+        if not _graph_leaf_error(exc):
             return _user_error("the forward/backward", exc)
         step_error = exc
 
     if step_error is not None:
         import traceback
 
+        from ..runtime.findings import display_path
+        from ..runtime.walk import TORCH_DIR
+
         frames = [f for f in traceback.extract_tb(step_error.__traceback__)
-                  if "flake8_graphleaf" not in f.filename and not f.filename.startswith(runtime._TORCH_DIR)
+                  if "flake8_graphleaf" not in f.filename and not f.filename.startswith(TORCH_DIR)
                   and os.path.basename(f.filename) != "copy.py"]
-        where = f" at {runtime._display_path(frames[-1].filename)}:{frames[-1].lineno}: {frames[-1].line}" if frames else ""
+        where = f" at {display_path(frames[-1].filename)}:{frames[-1].lineno}: {frames[-1].line}" if frames else ""
         print(f"{how} itself raised the graph-leaf RuntimeError{where}")
         print("(a deepcopy inside the step reached a tensor on the autograd graph; the model is checked below)")
     print(f"ran {how} on {args.target} in {mode} mode with grad enabled")

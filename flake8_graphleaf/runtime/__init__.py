@@ -7,7 +7,9 @@ are loaded on first use, so ``import flake8_graphleaf.runtime.targets`` or
 
 - :func:`find_graph_tensors` (:mod:`.walk`): the tensors that break ``copy.deepcopy(obj)``;
 - :func:`explain`, :func:`format_explanation` (:mod:`.explanation`): the same, with the storing line;
-- :func:`trace_stores` (:mod:`.trace`): record stores while code runs.
+- :func:`trace_stores` (:mod:`.trace`): record stores while code runs;
+- :func:`deepcopy_detached` (:mod:`.detached_copy`): a deep copy with every graph tensor detached;
+- :func:`run_script` (:mod:`.script`): run a script as ``__main__`` and explain a graph-leaf crash in it.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ _LAZY = {
     "trace_stores": "trace",
     "StoreLog": "trace",
     "StoreRecord": "trace",
+    "deepcopy_detached": "detached_copy",
+    "run_script": "script",
 }
 
 __all__ = sorted(_LAZY)

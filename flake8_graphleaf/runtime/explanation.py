@@ -23,6 +23,7 @@ def explain(
     extra_files: Iterable[str] = (),
     print_result: bool = True,
     file=None,
+    requiring_grad: bool = False,
 ) -> Findings:
     """:func:`find_graph_tensors`, plus the line that stored each tensor, and print it.
 
@@ -31,9 +32,10 @@ def explain(
     findings for the same class and attribute are the tensor's ``sources``.  ``extra_files``
     (e.g. the file that built the model) are searched too, for stores made outside a
     class and for legacy ``weight_norm`` calls.  With a ``trace`` from :func:`trace_stores`,
-    the recorded lines are added.
+    the recorded lines are added.  ``requiring_grad=True`` also lists leaves that require grad
+    (what a DataLoader worker cannot batch).
     """
-    items = find_graph_tensors(obj, name)
+    items = find_graph_tensors(obj, name, requiring_grad=requiring_grad)
     index = StaticIndex()
     extra = list(extra_files)
     for item in items:

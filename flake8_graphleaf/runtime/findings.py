@@ -40,9 +40,13 @@ class GraphTensor:
     # [(owner object, attribute names from it down to the tensor)], nearest owner first.
     owners: list[tuple[Any, tuple[str, ...]]] = field(default_factory=list, repr=False, compare=False)
     tensor: Any = field(default=None, repr=False, compare=False)
+    grad_of: Any = field(default=None, repr=False, compare=False)  # the leaf whose .grad this tensor is
+
 
     def describe(self) -> str:
         shape = "(" + ", ".join(str(s) for s in self.shape) + ("," if len(self.shape) == 1 else "") + ")"
+        if self.grad_fn is None and self.requires_grad:
+            return f"{shape} {self.dtype} {self.device} requires_grad=True (a leaf)"
         return f"{shape} {self.dtype} {self.device} grad_fn={self.grad_fn}"
 
 
@@ -70,6 +74,15 @@ class Findings(list):
 
 
 
+_LABELS = {
+    "trace": "stored:",  # nn.Module.__setattr__ recorded by trace_stores / explain --run
+    "assigned": "assigned (static, not recorded):",  # a self.<attr> = ... line of the owner's class
+    "built": "built:",
+    "sent": "sent:",
+    "loader": "given to a DataLoader:",
+}
+
+
 def format_explanation(items: Findings | list[GraphTensor]) -> str:
     problems = getattr(items, "problems", [])
     if not items and not problems:
@@ -85,10 +98,10 @@ def format_explanation(items: Findings | list[GraphTensor]) -> str:
         lines.append("")
         lines.append(f"{item.path}  {item.describe()}")
         if not item.sources:
-            lines.append("    <- no static finding names this attribute (run the forward under trace_stores, "
-                         "or `graphleaf explain --trace`, to record the line)")
+            lines.append("    <- no store of it was recorded (it was not set on a module with setattr while "
+                         "traced) and no static finding names this attribute")
         for s in item.sources:
-            code = f"{s.code} (traced)" if s.traced and s.code != "trace" else s.code
+            code = f"{s.code} (traced)" if s.traced and s.code != "trace" else _LABELS.get(s.code, s.code)
             lines.append(f"    <- {s.location()} {code} {s.text}")
     for p in problems:
         lines.append("")

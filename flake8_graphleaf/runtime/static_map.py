@@ -22,19 +22,45 @@ from .findings import GraphTensor, Source
 from .walk import TORCH_DIR
 
 
-def _user_class_files(cls) -> list[tuple[type, str]]:
+def user_class_files(cls) -> list[tuple[type, str]]:
+    """[(class, its source file)] down the MRO, leaving out torch's and builtin classes.
+
+    The file comes from the class's own functions' code objects (``__code__.co_filename``), else
+    from ``inspect.getsourcefile``, which needs the class's module in ``sys.modules``: a class loaded
+    with ``importlib.util.spec_from_file_location`` and never registered (config-driven trainers),
+    or defined in a script run as ``__main__``, has no such entry."""
     out = []
     for c in cls.__mro__:
         mod = getattr(c, "__module__", "") or ""
         if c is object or mod == "builtins" or mod == "torch" or mod.startswith("torch."):
             continue
-        try:
-            f = inspect.getsourcefile(c)
-        except (TypeError, OSError):
-            f = None
+        # The functions' code objects first: they name the file that was run even for a class of a
+        # script run as __main__ (whose sys.modules entry may be another module by now).
+        f = _file_from_code(c)
+        if f is None:
+            try:
+                f = inspect.getsourcefile(c)
+            except (TypeError, OSError):
+                f = None
         if f and not os.path.abspath(f).startswith(TORCH_DIR):
             out.append((c, os.path.abspath(f)))
     return out
+
+
+def _file_from_code(c: type) -> str | None:
+    for value in vars(c).values():
+        if isinstance(value, (staticmethod, classmethod)):
+            value = value.__func__
+        elif isinstance(value, property):
+            value = value.fget
+        code = getattr(inspect.unwrap(value), "__code__", None) if callable(value) else None
+        if code is not None and os.path.isfile(code.co_filename) and \
+                code.co_qualname.startswith(c.__qualname__ + "."):
+            return code.co_filename
+    return None
+
+
+_user_class_files = user_class_files
 
 
 class StaticIndex:

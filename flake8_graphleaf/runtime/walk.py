@@ -113,7 +113,7 @@ def _graph_leaf_error(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and "graph leaves" in str(exc)
 
 
-def find_graph_tensors(obj: Any, name: str | None = None) -> Findings:
+def find_graph_tensors(obj: Any, name: str | None = None, *, requiring_grad: bool = False) -> Findings:
     """Every tensor that ``copy.deepcopy(obj)`` would reach and that is not a graph leaf.
 
     The walk follows deepcopy's own rules: lists, tuples and dicts item by item; a bound
@@ -125,6 +125,9 @@ def find_graph_tensors(obj: Any, name: str | None = None) -> Findings:
     object with its own ``__deepcopy__`` is copied once on the side: if that succeeds
     nothing under it is reported; if it raises the graph-leaf error its state is walked.
     Each tensor is reported once, at the first path deepcopy would take to it.
+
+    With ``requiring_grad=True`` leaves that require grad (``nn.Parameter`` included) are
+    reported too: what a ``DataLoader`` worker cannot batch (process-boundary checks).
     """
     if name is None:
         name = "model" if isinstance(obj, nn.Module) else "obj"
@@ -154,7 +157,7 @@ def find_graph_tensors(obj: Any, name: str | None = None) -> Findings:
         children: list[tuple[Any, Any]]
 
         if isinstance(x, Tensor):
-            if not x.is_leaf:
+            if not x.is_leaf or (requiring_grad and x.requires_grad):
                 found.append(_graph_tensor(x, path))
                 continue
             dc = getattr(cls, "__deepcopy__", None)
@@ -166,7 +169,7 @@ def find_graph_tensors(obj: Any, name: str | None = None) -> Findings:
             children = []
             grad = x.grad
             if grad is not None:
-                children.append((grad, (path, _RAW, ".grad", None)))
+                children.append((grad, (path, _RAW, ".grad", x)))  # owner: the leaf whose .grad it is
             if cls is not Tensor:
                 for slot in copyreg._slotnames(cls):
                     if hasattr(x, slot):
@@ -278,6 +281,7 @@ def _trial_deepcopy(x, path, problems) -> bool:
 
 def _graph_tensor(t, path) -> GraphTensor:
     owners = _owners(path)
+    holder = path[3] if path is not None and path[1] == _RAW and path[2] == ".grad" else None
     owner_class = type(owners[0][0]).__name__ if owners else None
     attribute = owners[0][1][0] if owners and owners[0][1] else None
     return GraphTensor(
@@ -291,6 +295,7 @@ def _graph_tensor(t, path) -> GraphTensor:
         attribute=attribute,
         owners=owners,
         tensor=t,
+        grad_of=holder,
     )
 
 

@@ -43,10 +43,10 @@ def origin_text(value) -> str:
 
 
 def all_rules() -> dict[str, str]:
-    from . import construction, deepcopy_calls, forward_stores, hooks, legacy_norm, pruning
+    from . import construction, deepcopy_calls, forward_stores, hooks, legacy_norm, process_boundary, pruning
 
     out: dict[str, str] = {}
-    for mod in (forward_stores, hooks, construction, legacy_norm, pruning, deepcopy_calls):
+    for mod in (forward_stores, hooks, construction, legacy_norm, pruning, deepcopy_calls, process_boundary):
         out.update(mod.RULES)
     out["GLF900"] = "the file could not be read or parsed"
     return dict(sorted(out.items()))
@@ -54,10 +54,10 @@ def all_rules() -> dict[str, str]:
 
 def all_examples() -> list[tuple[str, str, list[str]]]:
     """(rule module, source, expected codes) for every example next to the rules."""
-    from . import construction, deepcopy_calls, forward_stores, hooks, legacy_norm, pruning
+    from . import construction, deepcopy_calls, forward_stores, hooks, legacy_norm, process_boundary, pruning
 
     out = []
-    for mod in (forward_stores, hooks, construction, legacy_norm, pruning, deepcopy_calls):
+    for mod in (forward_stores, hooks, construction, legacy_norm, pruning, deepcopy_calls, process_boundary):
         for source, codes in mod.EXAMPLES:
             out.append((mod.__name__.rsplit(".", 1)[-1], source, codes))
     return out

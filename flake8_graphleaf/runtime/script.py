@@ -1,0 +1,518 @@
+"""``graphleaf explain --run SCRIPT [ARG ...]``: run the user's script and explain a graph-leaf crash in it.
+
+The script runs as ``__main__`` (``runpy.run_path``) with ``sys.argv = [SCRIPT, ARG ...]``.  While it runs,
+a few cheap wrappers record *where* things happen (no per-line tracing, no TorchFunctionMode):
+
+- ``nn.Module.__setattr__``: each store of a tensor with a ``grad_fn`` onto any module (file:line of
+  the first frame outside torch), kept per (module, attribute, line);
+- ``DataLoader.__init__``, ``TensorDataset.__init__``, ``multiprocessing`` ``Process.__init__`` and
+  ``Queue.put``: the line that built the loader / dataset / process, or put the object.
+
+When the script raises, the exception's traceback still holds the frames' locals, so the object
+being copied is the ``x`` of the outermost ``copy.deepcopy`` frame, and the object being pickled for
+another process is the ``obj`` of the outermost ``multiprocessing.reduction`` ``dump``/``dumps``
+frame (or the dataset of the ``DataLoader`` iterator whose worker failed).  That object goes
+through the deepcopy walk (:mod:`.walk`) and the static mapping (:mod:`.explanation`); each
+tensor's storing line comes from the records above, else from the static findings, else the
+report says that no store was recorded.
+
+A ``Queue.put`` that fails is pickled in the queue's feeder thread: Python prints the error and the
+reader waits forever.  Under ``--run`` that failure is reported and the process exits 1 at once.
+
+Imports torch.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import linecache
+import multiprocessing.process
+import multiprocessing.queues
+import os
+import re
+import runpy
+import sys
+import threading
+import traceback
+import weakref
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+import torch
+from torch import nn
+from torch.utils import data as tud
+
+from .explanation import explain
+from .findings import Findings, GraphTensor, Source, display_path, format_explanation
+from .static_map import StaticIndex, user_class_files
+from .trace import _THIS_FILE as _TRACE_FILE, StoreLog, StoreRecord, _caller
+from .walk import TORCH_DIR, _graph_leaf_error
+
+_HERE = os.path.abspath(__file__)
+_COPY_FILE = os.path.abspath(copy.__file__)
+_MP_DIR = os.path.dirname(os.path.abspath(multiprocessing.process.__file__)) + os.sep
+_SKIP = (_HERE, _TRACE_FILE)
+
+EXIT_FINISHED, EXIT_LOCATED, EXIT_USAGE, EXIT_SCRIPT_FAILED = 0, 1, 2, 3
+
+COWARDLY = "Cowardly refusing to serialize non-leaf tensor"
+WORKER_GRAD = ("don't support automatic differentiation", "requires grad", "requires_grad")
+
+
+@dataclass
+class Site:
+    what: str  # "DataLoader(...)", "TensorDataset(...)", "Process(...)", "Queue.put(...)"
+    file: str
+    line: int
+
+    def source(self, verb: str) -> Source:
+        text = linecache.getline(self.file, self.line).strip()
+        return Source(file=self.file, line=self.line, code=verb, text=text, message=self.what)
+
+
+class _Sites:
+    """id(obj) -> Site, for the last few hundred objects (ids are checked against a weak/strong ref)."""
+
+    def __init__(self, limit: int = 512):
+        self._d: OrderedDict[int, tuple[Any, Site]] = OrderedDict()
+        self._limit = limit
+        self._lock = threading.Lock()
+
+    def add(self, obj: Any, site: Site) -> None:
+        try:
+            ref: Any = weakref.ref(obj)
+        except TypeError:
+            ref = None  # tuples, tensors without weakref support: keep the id only while recent
+        with self._lock:
+            self._d[id(obj)] = (ref, site)
+            self._d.move_to_end(id(obj))
+            while len(self._d) > self._limit:
+                self._d.popitem(last=False)
+
+    def get(self, obj: Any) -> Site | None:
+        hit = self._d.get(id(obj))
+        if hit is None:
+            return None
+        ref, site = hit
+        if ref is not None and ref() is not obj:
+            return None
+        return site
+
+
+class Recorder:
+    """The wrappers installed while the script runs, and what they recorded."""
+
+    def __init__(self) -> None:
+        # (id(module), attribute) -> (weakref to module, {(file, line): StoreRecord})
+        self.stores: dict[tuple[int, str], tuple[Any, dict[tuple[str, int], StoreRecord]]] = {}
+        self.sites = _Sites()  # object -> the line that built it
+        self.given = _Sites()  # dataset -> the DataLoader(...) line it was given to
+        self.put_sites = _Sites()  # object -> the Queue.put(...) line
+        self._saved: list[tuple[Any, str, Any]] = []
+        self.main_pid = os.getpid()
+        self.on_feeder_error = None  # set by run_script
+        self.stopping = threading.Event()  # a feeder thread is reporting, and will exit the process
+
+    # -- install / uninstall -----------------------------------------------------------
+    def _patch(self, owner, name, value) -> None:
+        self._saved.append((owner, name, owner.__dict__[name]))
+        setattr(owner, name, value)
+
+    def install(self) -> None:
+        rec = self
+        original_setattr = nn.Module.__dict__["__setattr__"]
+
+        def setattr_recording(self, key, value):
+            original_setattr(self, key, value)
+            if type(value) is torch.Tensor or isinstance(value, torch.Tensor):
+                try:
+                    if value.grad_fn is not None:
+                        rec._store(self, key, value)
+                except Exception:  # never change the program's behaviour
+                    pass
+
+        self._patch(nn.Module, "__setattr__", setattr_recording)
+
+        def site_recorder(cls, what, arg_of=None):
+            original = cls.__dict__["__init__"]
+
+            def __init__(self, *args, **kwargs):
+                original(self, *args, **kwargs)
+                try:
+                    file, line, _lib = _caller(_SKIP + (_MP_FILES,))
+                    site = Site(what, file, line)
+                    rec.sites.add(self, site)
+                    if arg_of is not None:
+                        inner = arg_of(self)
+                        if inner is not None:
+                            rec.given.add(inner, Site(f"given to {what}", file, line))
+                except Exception:
+                    pass
+
+            __init__.__wrapped__ = original
+            self._patch(cls, "__init__", __init__)
+
+        site_recorder(tud.DataLoader, "DataLoader(...)", lambda loader: loader.dataset)
+        site_recorder(tud.TensorDataset, "TensorDataset(...)")
+        site_recorder(multiprocessing.process.BaseProcess, "Process(...)")
+
+        original_put = multiprocessing.queues.Queue.__dict__["put"]
+
+        def put(self, obj, block=True, timeout=None):
+            try:
+                file, line, _lib = _caller(_SKIP + (_MP_FILES,))
+                rec.put_sites.add(obj, Site("Queue.put(...)", file, line))
+            except Exception:
+                pass
+            return original_put(self, obj, block, timeout)
+
+        self._patch(multiprocessing.queues.Queue, "put", put)
+        original_feeder_error = multiprocessing.queues.Queue.__dict__["_on_queue_feeder_error"]
+
+        def _on_queue_feeder_error(e, obj):
+            if os.getpid() == rec.main_pid and rec.on_feeder_error is not None and COWARDLY in str(e):
+                rec.on_feeder_error(e, obj)  # reports and exits: the reader would wait forever
+            return original_feeder_error.__func__(e, obj)
+
+        self._patch(multiprocessing.queues.Queue, "_on_queue_feeder_error", staticmethod(_on_queue_feeder_error))
+
+    def uninstall(self) -> None:
+        while self._saved:
+            owner, name, value = self._saved.pop()
+            setattr(owner, name, value)
+
+    # -- records -------------------------------------------------------------------------
+    def _store(self, module, key, value) -> None:
+        file, line, lib = _caller(_SKIP)
+        slot = self.stores.get((id(module), key))
+        if slot is None or slot[0]() is not module:
+            slot = (weakref.ref(module), {})
+            self.stores[(id(module), key)] = slot
+        slot[1][(file, line)] = StoreRecord(
+            module=type(module).__name__, attribute=key,
+            how="buffer assignment" if key in module._buffers else "assignment",
+            file=file, line=line, text=linecache.getline(file, line).strip(),
+            grad_fn=type(value.grad_fn).__name__, library_frame=lib, owner_id=id(module),
+        )
+
+    def store_log(self) -> StoreLog:
+        log = StoreLog()
+        for (_ident, _key), (ref, by_line) in self.stores.items():
+            if ref() is not None:
+                log.extend(by_line.values())
+        return log
+
+
+_MP_FILES = os.path.abspath(multiprocessing.queues.__file__)
+_STDLIB = os.path.dirname(os.path.abspath(os.__file__)) + os.sep
+
+
+# ------------------------------------------------------------------ locating the failure
+
+
+@dataclass
+class Failure:
+    kind: str  # "deepcopy", "pickle" (a non-leaf sent to another process), "worker" (DataLoader worker)
+    error: BaseException
+    obj: Any
+    name: str
+    call: tuple[str, int] | None  # the user's line that made the copy / sent the object
+    library: str | None = None  # "torch/optim/swa_utils.py:236" when a library made the copy
+
+
+def _chain(exc: BaseException):
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def _frames(exc: BaseException):
+    tb = exc.__traceback__
+    while tb is not None:
+        yield tb.tb_frame, tb.tb_lineno
+        tb = tb.tb_next
+
+
+def _is_user_file(fname: str) -> bool:
+    if fname.startswith("<"):
+        return False  # <frozen runpy>, <string>
+    fname = os.path.abspath(fname)
+    return not (fname.startswith(TORCH_DIR) or fname.startswith(_MP_DIR) or fname == _COPY_FILE
+                or fname in _SKIP or fname.startswith(os.path.dirname(_HERE) + os.sep)
+                or os.path.basename(fname) in ("runpy.py", "threading.py")
+                or fname.startswith("<"))
+
+
+def _last_user(frames, upto: int) -> tuple[str, int] | None:
+    for frame, lineno in reversed(frames[:upto]):
+        if _is_user_file(frame.f_code.co_filename):
+            return os.path.abspath(frame.f_code.co_filename), lineno
+    return None
+
+
+def _library(frames, upto: int) -> str | None:
+    """The torch frame that made the call, when one came between the user's line and copy.py."""
+    for frame, lineno in reversed(frames[:upto]):
+        f = os.path.abspath(frame.f_code.co_filename)
+        if f.startswith(TORCH_DIR):
+            return "torch/" + f[len(TORCH_DIR):].replace(os.sep, "/") + f":{lineno}"
+        if _is_user_file(f):
+            return None
+    return None
+
+
+_ROOT_NAME = re.compile(r"\b(?:deepcopy|AveragedModel|ModelEma\w*|put|Process|DataLoader)\s*\(\s*(?:[\w]+\s*=\s*)?([A-Za-z_][\w.]*)")
+
+
+def _root_name(call: tuple[str, int] | None, obj: Any, default: str) -> str:
+    if call is not None:
+        m = _ROOT_NAME.search(linecache.getline(call[0], call[1]))
+        if m and m.group(1) not in ("target",):
+            return m.group(1)
+    return default
+
+
+def locate(exc: BaseException) -> Failure | None:
+    """The object whose copy or transfer raised, from the frames of ``exc``'s traceback."""
+    for e in _chain(exc):
+        msg = str(e)
+        frames = list(_frames(e))
+        if _graph_leaf_error(e):
+            for i, (frame, _lineno) in enumerate(frames):
+                code = frame.f_code
+                if code.co_name == "deepcopy" and os.path.abspath(code.co_filename) == _COPY_FILE:
+                    obj = frame.f_locals.get("x")
+                    call = _last_user(frames, i)
+                    default = "model" if isinstance(obj, nn.Module) else "obj"
+                    return Failure("deepcopy", e, obj, _root_name(call, obj, default), call, _library(frames, i))
+            # Tensor.__deepcopy__ called directly (t.__deepcopy__({})), or no frame left
+            for i, (frame, _lineno) in enumerate(frames):
+                if frame.f_code.co_name == "__deepcopy__" and "self" in frame.f_locals:
+                    obj = frame.f_locals["self"]
+                    call = _last_user(frames, i)
+                    return Failure("deepcopy", e, obj, _root_name(call, obj, "obj"), call, _library(frames, i))
+            return Failure("deepcopy", e, None, "obj", _last_user(frames, len(frames)))
+        if COWARDLY in msg:
+            for i, (frame, _lineno) in enumerate(frames):
+                code = frame.f_code
+                if code.co_name in ("dump", "dumps") and os.path.abspath(code.co_filename).startswith(_MP_DIR):
+                    obj = frame.f_locals.get("obj")
+                    call = _last_user(frames, i)
+                    name = "process" if isinstance(obj, multiprocessing.process.BaseProcess) else "obj"
+                    return Failure("pickle", e, obj, name, call)
+            return Failure("pickle", e, None, "obj", _last_user(frames, len(frames)))
+        if "DataLoader worker" in msg and (any(w in msg for w in WORKER_GRAD) or "exited unexpectedly" in msg):
+            for i, (frame, _lineno) in enumerate(frames):
+                it = frame.f_locals.get("self")
+                if isinstance(it, tud.dataloader._BaseDataLoaderIter):
+                    call = _last_user(frames, i)
+                    return Failure("worker", e, it._dataset, "dataset", call)
+    return None
+
+
+# ------------------------------------------------------------------ the report
+
+
+def _static_at(index: StaticIndex, file: str, line: int) -> list:
+    return [f for f in index.findings(file) if f.line == line]
+
+
+def _assignments(owner: Any, attr: str) -> list[Source]:
+    """``self.<attr> = ...`` lines in the owner's class (for objects that are not modules)."""
+    out = []
+    for cls, path in user_class_files(type(owner)):
+        if not _is_user_file(path) or path.startswith(_STDLIB):
+            continue
+        try:
+            tree = _parsed_file(path)
+        except (OSError, SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and node.name == cls.__name__:
+                for sub in ast.walk(node):
+                    targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target] if isinstance(
+                        sub, (ast.AnnAssign, ast.AugAssign)) else []
+                    for t in targets:  # self.<attr> = ..., and other.<attr> = ... on a copy or a new instance
+                        if isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name):
+                            out.append(Source(file=path, line=t.lineno, code="assigned",
+                                              text=linecache.getline(path, t.lineno).strip(), attribute=attr,
+                                              message=f"{t.value.id}.{attr} is assigned here in {cls.__name__}"))
+    return out
+
+
+def _parsed_file(path: str):
+    with open(path, encoding="utf-8") as fh:
+        return ast.parse(fh.read(), path)
+
+
+def describe_failure(failure: Failure, rec: Recorder, script: str) -> tuple[str, Findings]:
+    index = StaticIndex()
+    lines: list[str] = []
+    first = str(failure.error).split("\n")[0]
+    if failure.kind == "deepcopy" and ". " in first:
+        first = first.split(". ")[0] + "."
+    head = {"deepcopy": "copy.deepcopy raised the graph-leaf error",
+            "pickle": "sending an object to another process raised the process-boundary error",
+            "worker": "a DataLoader worker failed on tensors that require grad"}[failure.kind]
+    if failure.call is not None:
+        file, line = failure.call
+        lines.append(f"graphleaf explain: {head} at {display_path(file)}:{line}")
+        lines.append(f"    {linecache.getline(file, line).strip()}")
+        if failure.library:
+            lines.append(f"    (the copy is made inside {failure.library})")
+        for f in _static_at(index, file, line):
+            lines.append(f"    static: {f.code} {f.message}")
+    else:
+        lines.append(f"graphleaf explain: {head}")
+    lines.append(f"{type(failure.error).__name__}: {first}")
+    if failure.kind == "worker":
+        last = str(failure.error).strip().splitlines()[-1]
+        if last != first:
+            lines.append(f"    in the worker: {last}")
+    lines.append("")
+    if failure.obj is None:
+        lines.append("the object could not be found in the traceback (it was copied or sent without a frame "
+                     "that holds it); the static findings of the script:")
+        for f in index.findings(os.path.abspath(script)):
+            lines.append(f"    {display_path(script)}:{f.line} {f.code} {f.message}")
+        return "\n".join(lines), Findings()
+
+    items = explain(failure.obj, failure.name, trace=rec.store_log(), extra_files=[script], print_result=False,
+                    requiring_grad=failure.kind == "worker")
+    kind = type(failure.obj).__name__
+    n = len(items)
+    what = "tensors that require grad" if failure.kind == "worker" else "tensors on the autograd graph (not graph leaves)"
+    if n == 1:
+        what = what.replace("tensors", "tensor").replace("(not graph leaves)", "(not a graph leaf)").replace(
+            "require ", "requires ")
+    verb = {"deepcopy": "being copied", "pickle": "being sent", "worker": "the workers index"}[failure.kind]
+    lines.append(f"the object {verb} ({failure.name}, a {kind}) reaches {n} {what}:")
+    if failure.kind != "deepcopy":
+        items.problems = []  # what deepcopy alone would trip on (e.g. a process's authkey) is no concern here
+    for item in items:
+        _sources_for(item, failure, rec, index)
+    body = format_explanation(items).split("\n", 1)
+    lines.append(body[1] if len(body) > 1 and items else format_explanation(items))
+    return "\n".join(lines), items
+
+
+def _sources_for(item: GraphTensor, failure: Failure, rec: Recorder, index: StaticIndex) -> None:
+    """Add what the recorders know; static findings for recorded lines are marked."""
+    extra: list[Source] = []
+    for owner, chain in item.owners[:1]:
+        site = rec.sites.get(owner)
+        if site is not None:
+            extra.append(site.source("built"))
+        if not item.sources and not isinstance(owner, nn.Module) and chain:
+            extra += _assignments(owner, chain[0])
+    root_site = rec.given.get(failure.obj) or rec.put_sites.get(failure.obj) or rec.sites.get(failure.obj)
+    if root_site is not None and failure.kind != "deepcopy":
+        extra.append(root_site.source("sent" if failure.kind == "pickle" else "loader"))
+    for s in extra:
+        if any(o.file == s.file and o.line == s.line for o in item.sources):
+            continue
+        statics = _static_at(index, s.file, s.line)
+        if statics:
+            s.text += f"   [{', '.join(f.code for f in statics)}]"
+        item.sources.append(s)
+
+
+def report_feeder_error(rec: Recorder, script: str, out: TextIO):
+    def handler(e, obj):
+        rec.stopping.set()  # the main thread must not report "ran to the end" meanwhile
+        site = rec.put_sites.get(obj)
+        call = (site.file, site.line) if site else None
+        failure = Failure("pickle", e, obj, _root_name(call, obj, "obj"), call)
+        try:
+            text, _items = describe_failure(failure, rec, script)
+            print(text.replace("sending an object to another process", "Queue.put(...) of an object, pickled in "
+                               "the queue's feeder thread,", 1), file=out)
+            print("\n(the reader of this queue would wait forever: graphleaf explain stops the script here, exit 1)",
+                  file=out)
+            out.flush()
+        finally:
+            sys.stderr.flush()
+            for child in multiprocessing.active_children():  # e.g. the consumer waiting on this queue
+                try:
+                    child.terminate()
+                    child.join(2)
+                except Exception:
+                    pass
+            os._exit(EXIT_LOCATED)
+
+    return handler
+
+
+# ------------------------------------------------------------------ running the script
+
+
+def run_script(script: str, argv: list[str] | None = None, out: TextIO | None = None) -> int:
+    """Run ``script`` as ``__main__`` with ``sys.argv = [script, *argv]``; explain a graph-leaf crash.
+
+    Returns 0 when the script finishes (or exits with status 0), 1 when it raised the graph-leaf
+    error or a process-boundary error (reported), 3 when it failed on its own (its traceback is
+    printed as Python would, with a note), 2 when the script cannot be found.
+    """
+    out = out or sys.stdout
+    path = os.path.abspath(script)
+    if not os.path.isfile(path):
+        print(f"graphleaf explain: error: script {script!r} does not exist", file=sys.stderr)
+        return EXIT_USAGE
+    rec = Recorder()
+    rec.on_feeder_error = report_feeder_error(rec, path, out)
+    saved_argv, saved_path0 = sys.argv[:], sys.path[0] if sys.path else None
+    sys.argv = [script, *(argv or [])]
+    folder = os.path.dirname(path)
+    if sys.path:
+        sys.path[0] = folder
+    else:
+        sys.path.append(folder)
+    rec.install()
+    error: BaseException | None = None
+    code = 0
+    try:
+        runpy.run_path(path, run_name="__main__")
+    except SystemExit as exc:
+        code = exc.code
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the script's exception, explained or passed on
+        error = exc
+    finally:
+        rec.uninstall()
+        sys.argv = saved_argv
+        if saved_path0 is not None and sys.path:
+            sys.path[0] = saved_path0
+    shown = display_path(path)
+    if rec.stopping.is_set():
+        threading.Event().wait(30)  # the feeder thread reports and calls os._exit(1)
+    if error is None:
+        if code is None or code == 0:
+            print(f"graphleaf explain: {shown} ran to the end; no graph-leaf error was raised", file=out)
+            return EXIT_FINISHED
+        out.flush()
+        print(f"graphleaf explain: {shown} exited with status {code!r} (its own sys.exit), "
+              "not a graph-leaf error", file=sys.stderr)
+        return EXIT_SCRIPT_FAILED
+    failure = locate(error)
+    if failure is None:
+        out.flush()
+        traceback.print_exception(type(error), error, _user_tb(error), file=sys.stderr)
+        print(f"graphleaf explain: {shown} raised {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+              " -- the script's own error, not a graph-leaf error", file=sys.stderr)
+        return EXIT_SCRIPT_FAILED
+    text, _items = describe_failure(failure, rec, path)
+    print(text, file=out)
+    return EXIT_LOCATED
+
+
+def _user_tb(exc: BaseException):
+    """The traceback from the script's first frame on (graphleaf's and runpy's frames dropped)."""
+    tb = exc.__traceback__
+    while tb is not None and not _is_user_file(tb.tb_frame.f_code.co_filename):
+        tb = tb.tb_next
+    return tb or exc.__traceback__

@@ -1,0 +1,154 @@
+"""``graphleaf explain --run SCRIPT``: the incident scripts in fixtures/incidents/, end to end in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+INCIDENTS = os.path.join("fixtures", "incidents")
+
+pytestmark = pytest.mark.torch
+
+
+def run(*args, cwd=ROOT, module="flake8_graphleaf"):
+    pytest.importorskip("torch")
+    cmd = [sys.executable, "-m", module, "explain", "--run", *args] if module == "flake8_graphleaf" else \
+        [sys.executable, "-m", module, "--run", *args]
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=120, env=env)
+
+
+# (script, what the report must name: the path and description, then the storing line)
+LOCATED = {
+    "lightning_step.py": [
+        "copy.deepcopy raised the graph-leaf error at fixtures/incidents/lightning_step.py:37",
+        "module.last_loss  () float32 cpu grad_fn=MseLossBackward0",
+        "lightning_step.py:17 GLF001 (traced) self.last_loss = loss",
+    ],
+    "beam_search.py": [
+        "copy.deepcopy raised the graph-leaf error at fixtures/incidents/beam_search.py:16",
+        "self.hidden  (1, 1, 8) float32 cpu grad_fn=StackBackward0",
+        "beam_search.py:12 assigned (static, not recorded): self.hidden = hidden",
+    ],
+    "distill_teacher.py": [
+        "at fixtures/incidents/distill_teacher.py:26",
+        "student.feats['body']  (5, 12) float32 cpu grad_fn=ReluBackward0",
+        "distill_teacher.py:19 GLF002 self.feats[\"body\"] = h",
+    ],
+    "eval_copy.py": [
+        "at fixtures/incidents/eval_copy.py:34",
+        "static: GLF202 copy.deepcopy(model) will raise",
+        "model.val_logits  (8, 3) float32 cpu grad_fn=AddmmBackward0",
+        "eval_copy.py:17 GLF001 (traced) self.val_logits = logits",
+    ],
+    "dataloader_workers.py": [
+        "a DataLoader worker failed on tensors that require grad at fixtures/incidents/dataloader_workers.py:12",
+        "dataset.tensors[0]  (16, 3) float32 cpu requires_grad=True (a leaf)",
+        "dataloader_workers.py:10 built: dataset = TensorDataset(features, labels)",
+        "dataloader_workers.py:11 given to a DataLoader: loader = DataLoader(dataset, batch_size=4, num_workers=2)   [GLF301]",
+    ],
+    "mp_queue.py": [
+        "Queue.put(...) of an object, pickled in the queue's feeder thread, raised the process-boundary error "
+        "at fixtures/incidents/mp_queue.py:21",
+        "out  (4, 2) float32 cpu grad_fn=AddmmBackward0",
+        "mp_queue.py:21 sent: queue.put(out)",
+        "static: GLF301",
+    ],
+    "mp_spawn_args.py": [
+        "raised the process-boundary error at fixtures/incidents/mp_spawn_args.py:16",
+        "process._args[0]  (4,) float32 cpu grad_fn=SqueezeBackward1",
+        "mp_spawn_args.py:15 built: worker = ctx.Process(target=evaluate, args=(scores,))   [GLF301]",
+    ],
+}
+
+
+@pytest.mark.parametrize("script", sorted(LOCATED))
+def test_incident_is_located_with_its_storing_line(script):
+    r = run(os.path.join(INCIDENTS, script))
+    assert r.returncode == 1, r.stdout + r.stderr
+    for text in LOCATED[script]:
+        assert text in r.stdout, f"{text!r} not in:\n{r.stdout}\n{r.stderr}"
+    assert "no store of it was recorded" not in r.stdout
+    assert "Traceback" not in r.stdout
+
+
+CLEAN = sorted(f for f in os.listdir(os.path.join(ROOT, INCIDENTS)) if f.endswith("_clean.py"))
+
+
+def test_every_incident_has_a_clean_twin():
+    assert {f.replace("_clean", "") for f in CLEAN} <= set(LOCATED)
+    assert len(CLEAN) >= 6
+
+
+@pytest.mark.parametrize("script", CLEAN)
+def test_clean_twin_exits_0(script):
+    r = run(os.path.join(INCIDENTS, script))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.rstrip().endswith("ran to the end; no graph-leaf error was raised")
+
+
+def _script(tmp_path):
+    f = tmp_path / "script.py"
+    f.write_text(
+        "import sys\n"
+        "print('argv', sys.argv[1:], __name__)\n"
+        "if sys.argv[1] == 'raise':\n    raise ValueError('bad config')\n"
+        "if sys.argv[1] == 'exit':\n    sys.exit(int(sys.argv[2]))\n"
+    )
+    return f
+
+
+def test_arguments_reach_the_script_and_its_exception_is_its_own(tmp_path):
+    f = _script(tmp_path)
+    r = run(str(f), "ok", "--lr", "3")
+    assert r.returncode == 0 and "argv ['ok', '--lr', '3'] __main__" in r.stdout, r.stdout + r.stderr
+    r = run(str(f), "raise")
+    assert r.returncode == 3
+    assert "Traceback" in r.stderr and "ValueError: bad config" in r.stderr and "flake8_graphleaf" not in r.stderr
+    assert "the script's own error, not a graph-leaf error" in r.stderr
+
+
+def test_the_scripts_exit_status(tmp_path):
+    f = _script(tmp_path)
+    r = run(str(f), "exit", "5")
+    assert r.returncode == 3 and "exited with status 5 (its own sys.exit), not a graph-leaf error" in r.stderr
+    r = run(str(f), "exit", "0")
+    assert r.returncode == 0
+
+
+def test_usage_errors_and_the_module_entry_point(tmp_path):
+    r = run(str(tmp_path / "missing.py"))
+    assert r.returncode == 2 and "does not exist" in r.stderr
+    pytest.importorskip("torch")
+    r = subprocess.run([sys.executable, "-m", "flake8_graphleaf", "explain", "--run"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "--run needs a SCRIPT" in r.stderr
+    r = run(os.path.join(INCIDENTS, "eval_copy.py"), module="flake8_graphleaf.cli.explain")
+    assert r.returncode == 1 and "model.val_logits" in r.stdout
+
+
+def test_script_with_a_class_loaded_outside_sys_modules(tmp_path):
+    """A config-driven trainer: the model's module is loaded from a path and never registered."""
+    (tmp_path / "netdef.py").write_text(
+        "import torch.nn as nn\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(2, 2)\n"
+        "    def forward(self, x):\n        self.cache = self.fc(x)\n        return self.cache\n"
+    )
+    (tmp_path / "train.py").write_text(
+        "import copy, importlib.util, os, torch\n"
+        "spec = importlib.util.spec_from_file_location('cfg_net', os.path.join(os.path.dirname(__file__), 'netdef.py'))\n"
+        "mod = importlib.util.module_from_spec(spec)\n"
+        "spec.loader.exec_module(mod)\n"
+        "model = mod.Net()\n"
+        "model(torch.randn(3, 2)).sum().backward()\n"
+        "ema = copy.deepcopy(model)\n"
+    )
+    r = run(str(tmp_path / "train.py"), cwd=str(tmp_path))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "model.cache  (3, 2) float32 cpu grad_fn=AddmmBackward0" in r.stdout
+    assert "netdef.py:7 GLF001 (traced) self.cache = self.fc(x)" in r.stdout
