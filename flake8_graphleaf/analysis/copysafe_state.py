@@ -85,13 +85,27 @@ def on_self(f: Finding, classes: dict) -> bool:
     return bool(params) and f.data.get("root") == params[0].arg
 
 
+def covered_in_class(name: str, classes: dict, seen: frozenset = frozenset()) -> set[str]:
+    """Covered by the class's own ``__getstate__``, and by its bases' (in this file) when it has none
+    or its own chains to ``super().__getstate__()``."""
+    info = classes.get(name)
+    if info is None or name in seen:
+        return set()
+    own = getstate_of(info.node)
+    out = covered_attributes(info.node)
+    if own is None or "super" in {n.id for n in ast.walk(own) if isinstance(n, ast.Name)}:
+        for base in info.local_bases:
+            out |= covered_in_class(base, classes, seen | {name})
+    return out
+
+
 def drop_covered(findings: list[Finding], classes: dict) -> list[Finding]:
     cover: dict[str, set[str]] = {}
     out = []
     for f in findings:
         if f.code in COVERABLE and f.class_name in classes and on_self(f, classes):
             if f.class_name not in cover:
-                cover[f.class_name] = covered_attributes(classes[f.class_name].node)
+                cover[f.class_name] = covered_in_class(f.class_name, classes)
             if stored_name(f, classes[f.class_name].node) in cover[f.class_name]:
                 continue
         out.append(f)

@@ -83,7 +83,7 @@ def _base_defines_getstate(ctx, info) -> bool:
             continue
         seen.add(name)
         base = ctx.classes[name]
-        if "__getstate__" in base.facts.methods:
+        if any(isinstance(s, ast.FunctionDef) and s.name == "__getstate__" for s in base.node.body):
             return True
         todo += base.local_bases
     return False
@@ -135,13 +135,14 @@ def copysafe_edit(ctx, class_name: str, names: list[str]):
     if any(isinstance(s, (ast.Assign, ast.AnnAssign)) and any(isinstance(t, ast.Name) and t.id == "__slots__"
            for t in (s.targets if isinstance(s, ast.Assign) else [s.target])) for s in node.body):
         raise NoFix(f"class '{class_name}' has __slots__")
+    own = {s.name for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
     for other in ("__reduce__", "__reduce_ex__", "__deepcopy__"):
-        if other in info.facts.methods:
+        if other in own:
             raise NoFix(f"class '{class_name}' defines {other}, which copies use instead of __getstate__")
     module, positions = parse(ctx)
     target = find(ctx, cst.ClassDef, node.lineno, None, lambda c: c.name.value == class_name)
     unit = indent_unit(ctx)
-    getstate = info.facts.methods.get("__getstate__")
+    getstate = next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "__getstate__"), None)
     if getstate is None:
         method = cst.parse_statement(_reindent(new_method(ctx, info, names), unit), config=module.config_for_parsing)
         method = method.with_changes(leading_lines=[cst.EmptyLine(indent=False)])

@@ -27,7 +27,21 @@ def hook_detach(f: Finding, ctx: Context) -> Fix | None:
     func = ctx.parents.get(stmt)
     while func is not None and not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
         func = ctx.parents.get(func)
-    if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) or not certainly_tensor(value, ctx, func):
+    if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    if not (certainly_tensor(value, ctx, func) or _tensor_method_of_output(value, func)):
         return None
     return Fix(UNSAFE, f"store .detach() in '{f.attribute}' in the hook (readers lose its gradient)",
                (ctx.edit(value, wrap(ctx, value) + ".detach()"),))
+
+
+def _tensor_method_of_output(value, func) -> bool:
+    """``output.mean(0)`` in a forward hook: a tensor method on the hooked module's output gives a
+    tensor (the original ran it, so the output is a tensor, not a tuple)."""
+    from .tensors import _TENSOR_METHODS
+
+    params = func.args.posonlyargs + func.args.args
+    if not params or not isinstance(value, ast.Call) or not isinstance(value.func, ast.Attribute):
+        return False
+    recv = value.func.value
+    return (isinstance(recv, ast.Name) and recv.id == params[-1].arg and value.func.attr in _TENSOR_METHODS)
