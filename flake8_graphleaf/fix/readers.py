@@ -32,6 +32,7 @@ class SimpleIndex:
     def __init__(self):
         self.reads: dict[str, list[AttrRead]] = {}
         self.dynamic: list[tuple[str, int]] = []
+        self._keys: set[int] = set()  # getattr name constants, already counted
 
     @classmethod
     def build(cls, paths: list[str]) -> "SimpleIndex":
@@ -79,14 +80,13 @@ class SimpleIndex:
                 key = n.args[1]
                 if isinstance(key, ast.Constant) and isinstance(key.value, str):
                     add(key.value, "getattr")
+                    self._keys.add(id(key))
                 else:
                     self.dynamic.append((path, n.lineno))
             elif n.func.id == "vars":
                 self.dynamic.append((path, n.lineno))
-        elif isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.isidentifier():
-            parent_is_getattr = False
-            if not parent_is_getattr:
-                add(n.value, "string")
+        elif isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.isidentifier() and id(n) not in self._keys:
+            add(n.value, "string")
 
     def attribute_reads(self, name: str) -> list[AttrRead]:
         return list(self.reads.get(name, ()))
