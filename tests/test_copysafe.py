@@ -182,3 +182,15 @@ def test_simple_index_sees_other_files(tmp_path):
     assert [r.how for r in index.attribute_reads("last")] == ["attr"]
     assert [r.how for r in index.attribute_reads("aux")] == ["getattr"]
     assert index.dynamic_access() == [(str(tmp_path / "a.py"), 3)]
+
+
+def test_dict_and_setattr_stores_are_covered():
+    torch = pytest.importorskip("torch")
+    src = SRC.replace("        self.cache = out\n", '        self.__dict__["cache"] = out\n        setattr(self, "gate", out.sigmoid())\n')
+    res = fix_source(src, "m.py")
+    assert '("cache", "gate", "items", "table", "pair")' in res.source, res.source
+    ns = _load(res.source)
+    model = ns["Net"]()
+    model(torch.randn(2, 3))
+    clone = copy.deepcopy(model)
+    assert clone.cache.grad_fn is None and clone.gate.grad_fn is None and model.gate.grad_fn is not None

@@ -150,7 +150,7 @@ def _fake_fixer(replace_old, replace_new, applicability, code, line, cls, attr):
     from flake8_graphleaf.analysis.findings import Finding, Fix
     from flake8_graphleaf.fix.fixer import FixResult
 
-    def fix(source, filename="<unknown>", *, unsafe=False, wanted=None, options=None):
+    def fix(source, filename="<unknown>", *, unsafe=False, wanted=None, options=None, project=None):
         if replace_old not in source:
             return FixResult(source)
         f = Finding(code=code, line=line, col=0, message="fake", class_name=cls, attribute=attr,
