@@ -104,17 +104,17 @@ def _choose_store_fix(f: Finding, ctx: Context):
         return detach
     private = is_private(name)
     method = ctx.method(f) if f.code != "GLF003" else None
-    if rename is not None:
+    if rename is not None and private:  # a public attribute is never removed: no need to look for readers
         skip = set(map(id, ast.walk(method))) if method is not None else set()
         use = usage_of(ctx, name, skip)
-        if private and use.none:
+        if use.none:
             return Fix(SAFE, rename.description + "; nothing in the project reads it", rename.edits)
-    if detach is not None:
+    if detach is not None and private:
         edited = {(e.line, e.col) for e in detach.edits}
         skip = {id(n) for n in ast.walk(ctx.tree) if isinstance(n, ast.Attribute)
                 and (n.lineno, ctx.text.char_col(n.lineno, n.col_offset)) in edited}
         use = usage_of(ctx, name, skip)
-        if private and use.unknown is None and use.all_inspection:
+        if use.unknown is None and use.all_inspection:
             what = ", ".join(use.readers) if use.readers else "no reader"
             return Fix(SAFE, f"store .detach() in '{name}': every reader in the project only inspects it ({what})",
                        detach.edits)

@@ -89,9 +89,11 @@ class ProjectReads:
 
     def add(self, usage: Usage, name: str) -> None:
         dyn = self.dynamic()
-        if dyn:
+        if dyn:  # readers cannot be known: no need to classify the named ones
             path, line = dyn[0][0], dyn[0][1]
             usage.unknown = f"attributes are read dynamically ({os.path.basename(path)}:{line}, {len(dyn)} place(s))"
+            return
+        by_path: dict[str, set[int]] = {}
         for r in self.index.attribute_reads(name):
             if os.path.abspath(r.path) == self.this:
                 continue  # this file is read from its current text
@@ -100,16 +102,21 @@ class ProjectReads:
                 usage.readers.append(f"{where} ({r.how})")
                 usage.all_inspection = False
                 continue
-            parsed = self._tree(r.path)
-            nodes = []
+            by_path.setdefault(r.path, set()).add(r.line)
+        for path, lines in by_path.items():  # one walk per file
+            parsed = self._tree(path)
+            seen: set[int] = set()
             if parsed is not None:
                 tree, parents = parsed
-                nodes = [n for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr == name
-                         and getattr(n, "lineno", 0) == r.line and isinstance(n.ctx, ast.Load)]
-            if nodes and all(inspection(n, parents) for n in nodes):
-                usage.readers.append(f"{where} (inspection)")
-            else:
-                usage.readers.append(where)
+                for n in ast.walk(tree):
+                    if isinstance(n, ast.Attribute) and n.attr == name and getattr(n, "lineno", 0) in lines \
+                            and isinstance(n.ctx, ast.Load):
+                        seen.add(n.lineno)
+                        ok = inspection(n, parents)
+                        usage.readers.append(f"{os.path.basename(path)}:{n.lineno}" + (" (inspection)" if ok else ""))
+                        usage.all_inspection &= ok
+            for line in lines - seen:
+                usage.readers.append(f"{os.path.basename(path)}:{line}")
                 usage.all_inspection = False
 
 
