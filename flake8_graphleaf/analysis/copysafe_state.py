@@ -14,7 +14,7 @@ import re
 from .findings import Finding
 
 # The rules whose finding is about a value held in the instance ``__dict__``.
-COVERABLE = ("GLF001", "GLF002", "GLF003")
+COVERABLE = ("GLF001", "GLF002", "GLF003", "GLF010")
 
 
 def getstate_of(class_node: ast.ClassDef) -> ast.FunctionDef | None:

@@ -51,7 +51,7 @@ def attach_fixes(tree: ast.Module, text: Text, findings: list[Finding], classes:
         try:
             code = f.data.get("code_if_resolved", f.code)
             if code in STORE_RULES:
-                choice = _choose_store_fix(f, ctx)
+                choice = _choose_store_fix(f, ctx, code)
                 if isinstance(choice, tuple):  # ("copysafe", name, fallback)
                     copysafe.setdefault(f.class_name, []).append((f, choice[1], choice[2]))
                 else:
@@ -86,24 +86,24 @@ def attach_fixes(tree: ast.Module, text: Text, findings: list[Finding], classes:
             f.fix = fix
 
 
-def _choose_store_fix(f: Finding, ctx: Context):
+def _choose_store_fix(f: Finding, ctx: Context, code: str):
     """A Fix, None, or ("copysafe", name, fallback Fix | None) for a store finding."""
     info = ctx.classes.get(f.class_name or "")
     name = stored_name(f, info.node if info is not None else ctx.tree)
     mine = info is not None and on_self(f, ctx.classes)
-    if f.code == "GLF003":
+    if code == "GLF003":
         candidates = [hook_detach(f, ctx)]
-    elif f.code == "GLF001":
+    elif code == "GLF001":
         candidates = [rename_to_local(f, ctx) if f.data.get("kind") == "attr" else None, detached_mirror(f, ctx)]
     else:
         candidates = [rename_to_local(f, ctx), container_detach(f, ctx)]
-    rename, detach = (None, candidates[0]) if f.code == "GLF003" else candidates
+    rename, detach = (None, candidates[0]) if code == "GLF003" else candidates
     if name is None:
         if rename is not None:  # a rename we cannot tie to one attribute name is never proven safe
             return Fix(UNSAFE, rename.description + " (its readers cannot be checked)", rename.edits)
         return detach
     private = is_private(name)
-    method = ctx.method(f) if f.code != "GLF003" else None
+    method = ctx.method(f) if code != "GLF003" else None
     if rename is not None and private:  # a public attribute is never removed: no need to look for readers
         skip = set(map(id, ast.walk(method))) if method is not None else set()
         use = usage_of(ctx, name, skip)
