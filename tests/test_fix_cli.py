@@ -12,6 +12,10 @@ import pytest
 
 from test_cli import BUGGY, ROOT, run
 
+# The writer tests need a one-line edit: a private attribute nothing reads becomes a local variable
+# (a public one gets the copy-safe __getstate__ instead, tested in test_copysafe.py).
+BUGGY = BUGGY.replace("self.out", "self._out")
+
 FIX_DIR = ROOT / "fixtures" / "fix"
 
 
@@ -79,7 +83,7 @@ def test_fix_writes_and_reports(tmp_path):
     assert "m.py:10:9: GLF001 fixed:" in r.stdout
     assert "Fixed 1 finding in 1 file" in r.stdout
     text = (tmp_path / "m.py").read_text()
-    assert "self.out" not in text and "out = self.fc(x)" in text
+    assert "self._out" not in text and "out = self.fc(x)" in text
     ast.parse(text)
 
 
@@ -103,14 +107,14 @@ def test_mixed_newlines_keep_each_untouched_line_ending(tmp_path):
 
 def test_bom_and_coding_line_are_kept(tmp_path):
     _write(tmp_path / "bom.py", BUGGY, bom=True)
-    latin = "# -*- coding: latin-1 -*-\n# café\n" + BUGGY
+    latin = "# -*- coding: latin-1 -*-\n# café\n" + BUGGY.replace("_out", "_lat")  # not a reader of bom.py's _out
     _write(tmp_path / "latin.py", latin, encoding="latin-1")
     r = run("fix", ".", cwd=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
     bom = (tmp_path / "bom.py").read_bytes()
-    assert bom.startswith(b"\xef\xbb\xbf") and b"self.out" not in bom
+    assert bom.startswith(b"\xef\xbb\xbf") and b"self._out" not in bom
     lat = (tmp_path / "latin.py").read_bytes()
-    assert lat.startswith(b"# -*- coding: latin-1 -*-\n# caf\xe9\n") and b"self.out" not in lat
+    assert lat.startswith(b"# -*- coding: latin-1 -*-\n# caf\xe9\n") and b"self._lat" not in lat
 
 
 def test_file_mode_is_kept_and_no_temp_files_left(tmp_path):
@@ -126,7 +130,7 @@ def test_symlink_stays_a_link(tmp_path):
     (tmp_path / "link.py").symlink_to("real.py")
     run("fix", "link.py", cwd=tmp_path)
     assert (tmp_path / "link.py").is_symlink()
-    assert "self.out" not in (tmp_path / "real.py").read_text()
+    assert "self._out" not in (tmp_path / "real.py").read_text()
 
 
 def test_unchanged_files_are_not_touched(tmp_path):
@@ -142,7 +146,7 @@ def test_diff_writes_nothing_and_exit_codes(tmp_path):
     r = run("fix", "--diff", "m.py", cwd=tmp_path)
     assert r.returncode == 1
     assert r.stdout.startswith("--- a/m.py\n+++ b/m.py\n")
-    assert "-        self.out = self.fc(x)" in r.stdout and "+        out = self.fc(x)" in r.stdout
+    assert "-        self._out = self.fc(x)" in r.stdout and "+        out = self.fc(x)" in r.stdout
     assert "Would fix 1 finding" in r.stderr
     assert (tmp_path / "m.py").read_bytes() == before
     _write(tmp_path / "m.py", "x = 1\n")
@@ -151,21 +155,22 @@ def test_diff_writes_nothing_and_exit_codes(tmp_path):
 
 
 def test_noqa_is_honoured(tmp_path):
-    text = BUGGY.replace("self.out = self.fc(x)", "self.out = self.fc(x)  # noqa: GLF001")
+    text = BUGGY.replace("self._out = self.fc(x)", "self._out = self.fc(x)  # noqa: GLF001")
     before = _write(tmp_path / "a.py", text)
-    _write(tmp_path / "b.py", "# flake8: noqa\n" + BUGGY)
-    _write(tmp_path / "c.py", BUGGY.replace("self.out = self.fc(x)", "self.out = self.fc(x)  # noqa: E501"))
+    # other names in the other files: a.py's self._out is a reader of any other file's _out
+    _write(tmp_path / "b.py", "# flake8: noqa\n" + BUGGY.replace("_out", "_out_b"))
+    _write(tmp_path / "c.py", BUGGY.replace("self._out = self.fc(x)", "self._out = self.fc(x)  # noqa: E501").replace("_out", "_out_c"))
     r = run("fix", ".", cwd=tmp_path)
     assert (tmp_path / "a.py").read_bytes() == before
-    assert "self.out" in (tmp_path / "b.py").read_text()
-    assert "self.out" not in (tmp_path / "c.py").read_text()
+    assert "self._out_b" in (tmp_path / "b.py").read_text()
+    assert "self._out_c" not in (tmp_path / "c.py").read_text()
     assert "Fixed 1 finding in 1 file" in r.stdout
 
 
 def test_noqa_for_another_glf_code_does_not_stop_the_fix(tmp_path):
-    _write(tmp_path / "c.py", BUGGY.replace("self.out = self.fc(x)", "self.out = self.fc(x)  # noqa: GLF002"))
+    _write(tmp_path / "c.py", BUGGY.replace("self._out = self.fc(x)", "self._out = self.fc(x)  # noqa: GLF002"))
     run("fix", ".", cwd=tmp_path)
-    assert "self.out" not in (tmp_path / "c.py").read_text()
+    assert "self._out" not in (tmp_path / "c.py").read_text()
 
 
 def test_select_and_ignore_limit_fixes(tmp_path):
@@ -181,16 +186,16 @@ def test_select_and_ignore_limit_fixes(tmp_path):
 def test_per_file_ignores_limit_fixes(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.graphleaf]\nper-file-ignores = { "legacy/*" = ["GLF001"] }\n')
     (tmp_path / "legacy").mkdir()
-    before = _write(tmp_path / "legacy" / "m.py", BUGGY)
+    before = _write(tmp_path / "legacy" / "m.py", BUGGY.replace("_out", "_old"))
     _write(tmp_path / "m.py", BUGGY)
     run("fix", ".", cwd=tmp_path)
     assert (tmp_path / "legacy" / "m.py").read_bytes() == before
-    assert "self.out" not in (tmp_path / "m.py").read_text()
+    assert "self._out" not in (tmp_path / "m.py").read_text()
 
 
-UNFIXABLE = BUGGY.replace("self.out = self.fc(x)\n        return self.out",
-                          "self.out = self.fc(x)\n        return self.out\n\n    def other(self):\n"
-                          "        return self.out")
+UNFIXABLE = BUGGY.replace("self._out = self.fc(x)\n        return self._out",
+                          "self._out = self.fc(x)\n        return self._out\n\n    def other(self):\n"
+                          "        return self._out")
 
 
 def test_what_is_left_is_reported_with_how_to_enable(tmp_path):
@@ -235,12 +240,13 @@ def test_bad_inputs_do_not_stop_the_others(tmp_path):
     assert "syntax.py:1:1: GLF900 could not parse:" in out
     assert "binary.py:1:1: GLF900 could not parse:" in out
     assert "missing.py:1:1: GLF900 could not parse: no such file or directory" in out
-    assert "self.out" not in (tmp_path / "m.py").read_text()
+    assert "self._out" not in (tmp_path / "m.py").read_text()
 
 
 def test_stdin_fix_prints_the_fixed_source(tmp_path):
+    # stdin has no project: any attribute may be read elsewhere, so only the copy-safe fix is safe
     r = run("fix", "--stdin-filename", "m.py", "-", stdin=BUGGY, cwd=tmp_path)
-    assert "out = self.fc(x)" in r.stdout and "self.out" not in r.stdout
+    assert "def __getstate__(self):" in r.stdout and 'for name in ("_out",):' in r.stdout
     ast.parse(r.stdout)
     r = run("fix", "-", stdin="x = 1\n", cwd=tmp_path)
     assert r.stdout == "x = 1\n" and r.returncode == 0
@@ -248,10 +254,10 @@ def test_stdin_fix_prints_the_fixed_source(tmp_path):
 
 def test_many_files_in_parallel_are_all_fixed_once(tmp_path):
     for i in range(40):
-        _write(tmp_path / f"m{i:02}.py", BUGGY)
+        _write(tmp_path / f"m{i:02}.py", BUGGY.replace("_out", f"_out{i}"))
     r = run("fix", "-j", "4", ".", cwd=tmp_path)
     assert r.returncode == 0 and "Fixed 40 findings in 40 files" in r.stdout
-    assert all("self.out" not in p.read_text() for p in tmp_path.glob("*.py"))
+    assert all("self._out" not in p.read_text() for p in tmp_path.glob("*.py"))
     assert run("fix", "-j", "4", "--diff", ".", cwd=tmp_path).returncode == 0
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from .copy_protocol import COPY_METHODS, attribute_root, handled_attributes
 from .effects import function_effect
+from .copysafe_state import drop_covered
 from .findings import Finding
 from .imports import ImportMap
 from .project_view import ParsedModule, ProjectView
@@ -96,6 +97,8 @@ def analyze_file(tree: ast.AST, source: str | None = None, options: Options | No
         findings += pruning.check(tree, imports)
     if any(m in c.facts.methods for c in classes.values() for m in COPY_METHODS):
         findings = _drop_copy_handled(findings, classes)
+    if "__getstate__" in (source or "__getstate__"):
+        findings = drop_covered(findings, classes)
     if source is None or any(w in source for w in deepcopy_calls.WORDS):
         findings += deepcopy_calls.check(tree, imports, classes, module_classes, findings, source)
     if not options.argument_stores:

@@ -23,6 +23,7 @@ from .config import ConfigError, Settings, check_codes, load
 from .files import discover
 from ..analysis.findings import SAFE, Finding
 from ..fix.fixer import fix_source
+from ..fix.readers import project_index
 from ..analysis.noqa import file_is_skipped, is_silenced, noqa_map
 from .output import FORMATS, FileReport, render, statistics
 from ..analysis.rules import all_rules
@@ -89,7 +90,7 @@ def _diff(path: str, old: str, new: str) -> str:
 
 
 def fix_one(path: str, settings: Settings, unsafe: bool, diff_only: bool,
-            raw: bytes | None = None, shown: str | None = None) -> FixReport:
+            raw: bytes | None = None, shown: str | None = None, project=None) -> FixReport:
     report = FixReport(shown or path)
     try:
         src = decode(raw) if raw is not None else read_source(path)
@@ -102,7 +103,7 @@ def fix_one(path: str, settings: Settings, unsafe: bool, diff_only: bool,
         return report
     try:
         result = fix_source(src.text, path, unsafe=unsafe, wanted=settings.wanted_for(path),
-                            options=settings.analysis_options(path))
+                            options=settings.analysis_options(path), project=project)
     except SyntaxError as exc:
         report.error = f"{exc.msg} (line {exc.lineno or 1})"
         return report
@@ -136,8 +137,8 @@ def _check_batch(batch, settings):
     return [check_one(p, settings) for p in batch]
 
 
-def _fix_batch(batch, settings, unsafe, diff_only):
-    return [fix_one(p, settings, unsafe, diff_only) for p in batch]
+def _fix_batch(batch, settings, unsafe, diff_only, project=None):
+    return [fix_one(p, settings, unsafe, diff_only, project=project) for p in batch]
 
 
 # ------------------------------------------------------------------ running many files
@@ -394,7 +395,8 @@ def cmd_fix(args) -> int:
         found = discover(paths, settings, force_exclude=args.force_exclude)
         reports += [FixReport(p, error=why) for p, why in found.errors]
         progress = Progress(len(found.files), progress_wanted(args.quiet))
-        reports += run_many(_fix_batch, found.files, max(1, args.jobs), progress, settings, unsafe, args.diff)
+        project = project_index(list(found.files))  # once, over every checked file: who reads what
+        reports += run_many(_fix_batch, found.files, max(1, args.jobs), progress, settings, unsafe, args.diff, project)
     reports.sort(key=lambda r: r.path)
     # With --diff or stdin the fixed text goes to stdout, so the report goes to stderr.
     info = sys.stderr if (args.diff or stdin_report is not None) else sys.stdout

@@ -1,17 +1,22 @@
 """Attaching fixes to findings: each finding that has one gets a :class:`Fix` of text edits.
 
-The builders live in one module per fix family (``stores``, ``buffers``, ``legacy_norm``,
-``deepcopy``); ``context`` and ``tensors`` are what they share.
+The builders live in one module per fix family (``stores``, ``copysafe``, ``hooks``, ``buffers``,
+``legacy_norm``, ``deepcopy``); ``context``, ``usage``, ``cst`` and ``tensors`` are what they share.
 
-A *safe* fix never changes what ``forward`` computes, nor any gradient:
-- renaming an attribute to a local variable, when ``forward`` writes it before any
-  read on every path and nothing else in the file reads it;
-- ``.detach()`` of a buffer update that ``forward`` does not read afterwards.
-Everything that changes what a reader outside ``forward`` sees is *unsafe*: the
-detached mirror of an attribute, ``.detach()`` on container items, the
-parametrizations API for legacy weight_norm / spectral_norm (its state_dict keys
-differ), and ``t.detach().clone()`` for ``copy.deepcopy(t)`` (the value may be a
-leaf that requires grad, or a container).
+A *safe* fix never changes what the program computes, nor what any reader of the attribute sees,
+including readers in other files of the project and code outside the checked paths
+(:mod:`.usage` decides, from the project index):
+
+- the copy-safe fix (:mod:`.copysafe`): a ``__getstate__`` that gives copies detached values; the
+  live object is unchanged, so it is safe for every reader;
+- a store that becomes a local variable, when the attribute is private and nothing in the project
+  reads it (and no dynamic attribute access could);
+- ``.detach()`` of the stored value, when the attribute is private and every reader in the project
+  only inspects it (``.shape``, ``.item()``, ``.detach()``, ...);
+- ``.detach()`` (or ``torch.no_grad()``) of a buffer update that ``forward`` does not read afterwards.
+
+Everything else is *unsafe*: each description says what changes.  A finding with no fix may carry
+the reason in ``data["no_fix"]``.
 """
 
 from __future__ import annotations
@@ -19,41 +24,129 @@ from __future__ import annotations
 import ast
 
 from ..analysis import Options, analyze_file
-from ..analysis.findings import Finding
+from ..analysis.copysafe_state import on_self, stored_name
+from ..analysis.findings import SAFE, UNSAFE, Finding, Fix
 from ..analysis.imports import ImportMap
 from ..analysis.modules import ClassInfo
 from ..analysis.textpos import Text
 from .buffers import fix_buffer
 from .context import Context
+from .copysafe import copysafe_edit
+from .cst import NoFix
 from .deepcopy import fix_deepcopy
-from .legacy_norm import fix_legacy
-from .stores import fix_attr_store, fix_container
+from .hooks import hook_detach
+from .legacy_norm import fix_legacy, fix_weight_drop
+from .stores import container_detach, detached_mirror, rename_to_local
+from .usage import ProjectReads, is_private, usage_of
+
+STORE_RULES = ("GLF001", "GLF002", "GLF003")
 
 
-def attach_fixes(tree: ast.Module, text: Text, findings: list[Finding], classes: dict[str, ClassInfo], imports: ImportMap) -> None:
+def attach_fixes(tree: ast.Module, text: Text, findings: list[Finding], classes: dict[str, ClassInfo],
+                 imports: ImportMap, project=None, filename: str = "") -> None:
     ctx = Context(tree, text, classes, imports)
+    ctx.project = ProjectReads(project, filename) if project is not None else None
+    copysafe: dict[str, list[tuple[Finding, str, Fix | None]]] = {}
     for f in findings:
         try:
-            builder = _BUILDERS.get(f.data.get("code_if_resolved", f.code))
+            code = f.data.get("code_if_resolved", f.code)
+            if code in STORE_RULES:
+                choice = _choose_store_fix(f, ctx, code)
+                if isinstance(choice, tuple):  # ("copysafe", name, fallback)
+                    copysafe.setdefault(f.class_name, []).append((f, choice[1], choice[2]))
+                else:
+                    f.fix = choice
+                continue
+            builder = _BUILDERS.get(code)
             if builder is not None:
                 f.fix = builder(f, ctx)
+        except NoFix as exc:
+            f.fix = None
+            f.data["no_fix"] = str(exc)
         except (ValueError, AttributeError, IndexError, KeyError):  # a fix we cannot build is no fix
             f.fix = None
+    for class_name, items in copysafe.items():
+        names: list[str] = []
+        for _, name, _ in items:
+            if name not in names:
+                names.append(name)
+        try:
+            edit, how = copysafe_edit(ctx, class_name, names)
+        except NoFix as exc:
+            for f, _, fallback in items:
+                f.fix = fallback
+                f.data["no_fix"] = f"copy-safe fix not possible: {exc}"
+            continue
+        quoted = ", ".join(f"'{n}'" for n in names)
+        verb = "add" if how == "add" else "extend"
+        fix = Fix(SAFE, f"{verb} {class_name}.__getstate__ so that copies (copy.deepcopy, pickle, torch.save) get "
+                        f"detached values of {quoted}; the live object keeps its graph tensors, so nothing the "
+                        "program computes changes", (edit,))
+        for f, _, _ in items:
+            f.fix = fix
+
+
+def _choose_store_fix(f: Finding, ctx: Context, code: str):
+    """A Fix, None, or ("copysafe", name, fallback Fix | None) for a store finding."""
+    info = ctx.classes.get(f.class_name or "")
+    name = stored_name(f, info.node if info is not None else ctx.tree)
+    mine = info is not None and on_self(f, ctx.classes)
+    if code == "GLF003":
+        candidates = [hook_detach(f, ctx)]
+    elif code == "GLF001":
+        candidates = [rename_to_local(f, ctx) if f.data.get("kind") == "attr" else None, detached_mirror(f, ctx)]
+    else:
+        candidates = [rename_to_local(f, ctx), container_detach(f, ctx)]
+    rename, detach = (None, candidates[0]) if code == "GLF003" else candidates
+    if name is None:
+        if rename is not None:  # a rename we cannot tie to one attribute name is never proven safe
+            return Fix(UNSAFE, rename.description + " (its readers cannot be checked)", rename.edits)
+        return detach
+    private = is_private(name)
+    method = ctx.method(f) if code != "GLF003" else None
+    if rename is not None and private:  # a public attribute is never removed: no need to look for readers
+        skip = set(map(id, ast.walk(method))) if method is not None else set()
+        use = usage_of(ctx, name, skip)
+        if use.none:
+            return Fix(SAFE, rename.description + "; nothing in the project reads it", rename.edits)
+    if detach is not None and private:
+        edited = {(e.line, e.col) for e in detach.edits}
+        skip = {id(n) for n in ast.walk(ctx.tree) if isinstance(n, ast.Attribute)
+                and (n.lineno, ctx.text.char_col(n.lineno, n.col_offset)) in edited}
+        use = usage_of(ctx, name, skip)
+        if use.unknown is None and use.all_inspection:
+            what = ", ".join(use.readers) if use.readers else "no reader"
+            return Fix(SAFE, f"store .detach() in '{name}': every reader in the project only inspects it ({what})",
+                       detach.edits)
+    fallback = None
+    why = ("a public attribute may be read outside the checked paths" if not private
+           else "readers in the project use its value or its gradient")
+    if detach is not None:
+        fallback = Fix(UNSAFE, f"{detach.description}; {why}", detach.edits)
+    elif rename is not None:
+        fallback = Fix(UNSAFE, f"{rename.description}; {why}", rename.edits)
+    if mine:
+        return ("copysafe", name, fallback)
+    if fallback is None:
+        f.data["no_fix"] = ("the store is not on the object whose class is defined here (no __getstate__ to add), "
+                            "and the value is not certainly one tensor")
+    return fallback
 
 
 _BUILDERS = {
-    "GLF001": fix_attr_store,
-    "GLF002": fix_container,
     "GLF004": fix_buffer,
+    "GLF005": fix_weight_drop,
     "GLF101": fix_legacy,
     "GLF102": fix_legacy,
     "GLF201": fix_deepcopy,
 }
 
 
-def analyze_with_fixes(source: str, filename: str = "<unknown>", options: Options | None = None) -> list[Finding]:
-    """:func:`flake8_graphleaf.analysis.analyze_source`, with each finding's fix attached."""
+def analyze_with_fixes(source: str, filename: str = "<unknown>", options: Options | None = None,
+                       project=None) -> list[Finding]:
+    """:func:`flake8_graphleaf.analysis.analyze_source`, with each finding's fix attached.
+    ``project`` is the project index (None: every attribute may be read elsewhere)."""
     result = analyze_file(ast.parse(source, filename=filename), source, options)
     if result.findings:
-        attach_fixes(result.tree, Text(source), result.findings, result.classes, result.imports)
+        attach_fixes(result.tree, Text(source), result.findings, result.classes, result.imports, project, filename)
     return result.findings

@@ -7,6 +7,7 @@ import ast
 
 from ..analysis.findings import SAFE, UNSAFE, Finding, Fix
 from .context import Context, alone_on_lines, at, method_self_name, reachable_after, self_attr_nodes, statement, wrap
+from .cst import wrap_no_grad
 from .tensors import certainly_tensor
 
 
@@ -23,7 +24,7 @@ def fix_buffer(f: Finding, ctx: Context) -> Fix | None:
     if node is None:
         return None
     stmt = statement(node, parents)
-    if stmt is None or not alone_on_lines(ctx, stmt):
+    if stmt is None:
         return None
     later = {id(n) for s in reachable_after(method, stmt) for n in ast.walk(s)}
     read_after = any(
@@ -31,28 +32,19 @@ def fix_buffer(f: Finding, ctx: Context) -> Fix | None:
     )
     applicability = UNSAFE if read_after else SAFE
     why = " (forward reads the buffer afterwards: its gradient history changes)" if read_after else ""
-    if kind == "attr" and isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and stmt.value is not None:
+    alone = alone_on_lines(ctx, stmt)
+    if alone and kind == "attr" and isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and stmt.value is not None:
         if isinstance(stmt, ast.Assign) and not (len(stmt.targets) == 1 and stmt.targets[0] is node):
             return None
-        if not certainly_tensor(stmt.value, ctx, method):
-            return None
-        return Fix(applicability, "assign .detach() of the new value" + why,
-                   (ctx.edit(stmt.value, wrap(ctx, stmt.value) + ".detach()"),))
-    if kind == "register_buffer" and isinstance(node, ast.Call) and len(node.args) >= 2:
+        if certainly_tensor(stmt.value, ctx, method):
+            return Fix(applicability, "assign .detach() of the new value" + why,
+                       (ctx.edit(stmt.value, wrap(ctx, stmt.value) + ".detach()"),))
+    if alone and kind == "register_buffer" and isinstance(node, ast.Call) and len(node.args) >= 2:
         value = node.args[1]
         return Fix(applicability, "register .detach() of the value" + why,
                    (ctx.edit(value, wrap(ctx, value) + ".detach()"),))
-    if kind in ("inplace", "container") and stmt.lineno == stmt.end_lineno:
-        torch_name = next((k for k, v in ctx.imports.names.items() if v == "torch"), None)
-        if torch_name is None:
-            return None
-        text = ctx.text
-        indent = text.indent_of(stmt.lineno)
-        unit = "\t" if indent.startswith("\t") else "    "
-        line = stmt.lineno
-        return Fix(
-            applicability,
-            "update the buffer under torch.no_grad()" + why,
-            (ctx.insert(line, 0, f"{indent}with {torch_name}.no_grad():{text.newline()}{unit}"),),
-        )
+    if kind in ("inplace", "container", "attr", "setattr", "register_buffer"):
+        # The whole statement (several lines, a value from an argument) under torch.no_grad(), with libcst.
+        line, col = ctx.text.start(stmt)
+        return Fix(applicability, "update the buffer under torch.no_grad()" + why, (wrap_no_grad(ctx, line, col),))
     return None

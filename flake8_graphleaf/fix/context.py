@@ -23,6 +23,7 @@ class Context:
         self.classes = classes
         self.imports = imports
         self._parents: dict | None = None
+        self.project = None  # usage.ProjectReads, or None: any attribute may be read elsewhere
 
     @property
     def parents(self) -> dict:

@@ -67,8 +67,11 @@ def fix_source(
     unsafe: bool = False,
     wanted=None,
     options: Options | None = None,
+    project=None,
 ) -> FixResult:
-    """Fix ``source``; ``wanted(code) -> bool`` limits which findings are fixed.
+    """Fix ``source``; ``wanted(code) -> bool`` limits which findings are fixed; ``project`` is the
+    project index (None: every attribute may be read in other files, so only fixes that are safe
+    whoever reads it are safe).
 
     Runs the analysis again after each round, so that fixes which touch the same
     lines are applied one after the other, and a second run finds nothing to do.
@@ -79,7 +82,7 @@ def fix_source(
     reported: set[tuple[str, int, int]] = set()
     analysed: tuple[str, list[Finding]] | None = None  # the last analysis, and of which text
     for _ in range(MAX_ROUNDS):
-        findings = analyze_with_fixes(current, filename, options)
+        findings = analyze_with_fixes(current, filename, options, project)
         analysed = (current, findings)
         noqa = noqa_map(current)
         chosen: list[Finding] = []
@@ -92,6 +95,9 @@ def fix_source(
             if f.fix is None:
                 continue
             if f.fix.applicability != SAFE and not unsafe:
+                continue
+            if any(f.fix is c.fix for c in chosen):  # one edit fixes several findings (copy-safe)
+                chosen.append(f)
                 continue
             if _overlaps(taken, list(f.fix.edits)):
                 continue
@@ -129,12 +135,13 @@ def fix_source(
     # What is left: findings with no fix, or with a fix that was not enabled.
     noqa = noqa_map(current)
     # The loop usually ends by analysing the final text and finding nothing to apply.
-    final = analysed[1] if analysed is not None and analysed[0] == current else analyze_with_fixes(current, filename, options)
+    final = analysed[1] if analysed is not None and analysed[0] == current else analyze_with_fixes(current, filename, options, project)
     for f in final:
         if (wanted is not None and not wanted(f.code)) or is_silenced(f.code, f.line, noqa):
             continue
         if f.fix is None:
-            result.skipped.append((f, "no automatic fix"))
+            why = f.data.get("no_fix")
+            result.skipped.append((f, "no automatic fix" + (f": {why}" if why else "")))
         elif f.fix.applicability != SAFE and not unsafe:
             result.skipped.append((f, "unsafe fix not applied (enable with --unsafe-fixes)"))
         elif (f.code, f.line, f.col) not in reported:

@@ -7,6 +7,85 @@ import ast
 
 from ..analysis.findings import UNSAFE, Finding, Fix
 from .context import Context, alone_on_lines, at
+from .cst import NoFix
+
+_RNN = ("LSTM", "GRU", "RNN", "LSTMCell", "GRUCell", "RNNCell")
+
+
+def fix_weight_drop(f: Finding, ctx: Context) -> Fix | None:
+    """GLF005: no edit.  A weight-drop wrapper deletes a Parameter and sets a computed tensor in its
+    place before each forward; rewriting that cannot be proven to keep its dropout, its RNN weight
+    flattening and its state_dict, so the reason and the replacement go into the finding."""
+    raise NoFix(
+        "not rewritten automatically: a non-leaf tensor set on a module (weight drop and the like) cannot be "
+        "moved without changing what forward or state_dict sees; register the computation with "
+        "torch.nn.utils.parametrize.register_parametrization(module, name, YourParametrization()) instead"
+    )
+
+
+def _reads_g_v(ctx: Context) -> str | None:
+    for n in ast.walk(ctx.tree):
+        if isinstance(n, ast.Attribute) and n.attr in ("weight_g", "weight_v") and isinstance(n.ctx, ast.Load):
+            return f"line {n.lineno} reads .{n.attr}"
+        if isinstance(n, ast.Constant) and n.value in ("weight_g", "weight_v", "_g", "_v"):
+            return f"line {n.lineno} names {n.value!r}"
+    if ctx.project is not None:
+        for attr in ("weight_g", "weight_v"):
+            for r in ctx.project.index.attribute_reads(attr):
+                return f"{r.path}:{r.line} reads {attr}"
+    return None
+
+
+def _is_rnn(ctx: Context, call: ast.Call) -> bool:
+    if not call.args:
+        return False
+    arg = call.args[0]
+    names = [call.args[1]] if len(call.args) > 1 else []
+    names += [k.value for k in call.keywords if k.arg == "name"]
+    if any(isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.startswith(("weight_hh", "weight_ih"))
+           for n in names):
+        return True
+    ctor = ""
+    if isinstance(arg, ast.Call):
+        ctor = ctx.imports.qualname(arg.func) or ast.unparse(arg.func)
+    elif isinstance(arg, ast.Attribute) and isinstance(arg.value, ast.Name):
+        scope = ctx.parents.get(call)
+        while scope is not None and not isinstance(scope, ast.ClassDef):
+            scope = ctx.parents.get(scope)
+        info = ctx.classes.get(scope.name) if scope is not None else None
+        ctor = info.facts.submodule_ctors.get(arg.attr, "") if info is not None else ""
+    elif isinstance(arg, ast.Name):
+        for n in ast.walk(ctx.tree):
+            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and any(
+                    isinstance(t, ast.Name) and t.id == arg.id for t in n.targets):
+                ctor = ctx.imports.qualname(n.value.func) or ast.unparse(n.value.func)
+    return ctor.rsplit(".", 1)[-1] in _RNN
+
+
+def _uses(ctx: Context, node) -> list[ast.Call]:
+    """The calls this legacy name makes (for an import: every call of the imported name)."""
+    calls = []
+    local = node.id if isinstance(node, ast.Name) else None
+    for n in ast.walk(ctx.tree):
+        if not isinstance(n, ast.Call):
+            continue
+        if n.func is node or (local and isinstance(n.func, ast.Name) and n.func.id == local):
+            calls.append(n)
+    return calls
+
+
+def _guard_weight_norm(f: Finding, ctx: Context, node) -> None:
+    if f.code != "GLF101":
+        return
+    why = _reads_g_v(ctx)
+    if why:
+        raise NoFix(f"not migrated: the code reads the legacy weight_g / weight_v ({why}), which the parametrizations "
+                    "API replaces with parametrizations.weight.original0/1")
+    for call in _uses(ctx, node):
+        if _is_rnn(ctx, call):
+            raise NoFix(f"not migrated: line {call.lineno} applies weight_norm to a recurrent layer "
+                        "(nn.LSTM/GRU/RNN); parametrizations.weight_norm on it still breaks deepcopy after forward "
+                        "(_flat_weights keeps the computed weights)")
 
 # -- GLF101 / GLF102 ----------------------------------------------------------------------
 _NEW_NAMES = {"weight_norm", "spectral_norm"}
@@ -18,6 +97,7 @@ def fix_legacy(f: Finding, ctx: Context) -> Fix | None:
     node = at(ctx.tree, f.line, f.col, (ast.Attribute, ast.Name))
     if node is None:
         return None
+    _guard_weight_norm(f, ctx, node)
     if f.code == "GLF101":
         desc = ("state_dict keys change (weight_g/weight_v become parametrizations.weight.original0/1); "
                 "old checkpoints need their keys mapped")

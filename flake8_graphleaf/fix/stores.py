@@ -26,7 +26,7 @@ from .tensors import certainly_tensor
 
 
 # -- rename to a local variable (safe) ------------------------------------------------
-def _rename_to_local(f: Finding, ctx: Context) -> Fix | None:
+def rename_to_local(f: Finding, ctx: Context) -> Fix | None:
     found = self_attribute(f, ctx)
     if found is None:
         return None
@@ -64,13 +64,13 @@ def _rename_to_local(f: Finding, ctx: Context) -> Fix | None:
 def fix_attr_store(f: Finding, ctx: Context) -> Fix | None:
     if f.data.get("kind") != "attr":
         return None
-    fix = _rename_to_local(f, ctx)
+    fix = rename_to_local(f, ctx)
     if fix is not None:
         return fix
-    return _detached_mirror(f, ctx)
+    return detached_mirror(f, ctx)
 
 
-def _detached_mirror(f: Finding, ctx: Context) -> Fix | None:
+def detached_mirror(f: Finding, ctx: Context) -> Fix | None:
     found = self_attribute(f, ctx)
     if found is None:
         return None
@@ -142,10 +142,20 @@ def fix_container(f: Finding, ctx: Context) -> Fix | None:
     if found is None:
         return None
     method, self_name, attr = found
-    fix = _rename_to_local(f, ctx)
+    fix = rename_to_local(f, ctx)
     if fix is not None:
         return fix
-    # Unsafe: detach what goes in, if forward never reads the container back.
+    return container_detach(f, ctx)
+
+
+def container_detach(f: Finding, ctx: Context) -> Fix | None:
+    """Unsafe: detach what goes in, if forward never reads the container back."""
+    if f.data.get("kind") != "container":
+        return None
+    found = self_attribute(f, ctx)
+    if found is None:
+        return None
+    method, self_name, attr = found
     parents = ctx.parents
     for n in self_attr_nodes(method, self_name, attr):
         parent = parents.get(n)

@@ -255,7 +255,7 @@ def _check_hook(hook: _Hook, kind: str, with_kwargs: bool, imports, module_class
                 f"on '{target}', part of {how}; copy.deepcopy(model) will raise after forward: store .detach()",
                 class_name=hook.owner.node.name if hook.owner is not None else None,
                 attribute=target,
-                data={"kind": store.kind, "registered_at": call.lineno},
+                data={"kind": store.kind, "registered_at": call.lineno, "on_self": on_self, "bound": hook.bound},
             )
         )
 

@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 from .compare import Comparator, attribute_observations, compare_records, map_state_keys
 from .harness import (
+    tensors_in,
     CUDA_ATOL,
     CUDA_RTOL,
     SEED,
@@ -135,7 +136,10 @@ def _run_pipeline(spec, device, unsafe, workdir, result, orig, modules, torch) -
         fixed_source = None
         fixres = None
     else:
-        fixres = _fixer()(source, spec.path, unsafe=unsafe)
+        from ...fix.readers import project_index
+
+        # The fixture's own file is the project: a private attribute nothing reads may become a local.
+        fixres = _fixer()(source, spec.path, unsafe=unsafe, project=project_index([spec.path]))
         fixed_source = fixres.source
         result.applied = applied_dicts(fixres.applied)
         result.skipped = [
@@ -208,6 +212,8 @@ def _run_pipeline(spec, device, unsafe, workdir, result, orig, modules, torch) -
         result.checks["deepcopy"] = Check(FAIL, f"the fixed model still raises the graph-leaves error in {rec_b.where}")
         result.graph_tensors = graph_tensor_paths(model_b)
     else:
+        held = copysafe_holders(model_b, result.applied)
+        before = {k: [(id(t), t.grad_fn is not None) for _, t in tensors_in(v)] for k, (_, v) in held.items()}
         try:
             clone = copy.deepcopy(model_b)
         except RuntimeError as exc:
@@ -216,6 +222,8 @@ def _run_pipeline(spec, device, unsafe, workdir, result, orig, modules, torch) -
             result.graph_tensors = graph_tensor_paths(model_b)
             result.checks["deepcopy"] = Check(FAIL, "copy.deepcopy(fixed model) still raises the graph-leaves error")
         else:
+            # before any further forward call: the copy's values against the original's, untouched
+            copy_bad = copysafe_problems(held, before, copysafe_holders(clone, result.applied), torch)
             if rec_b.first_call is not None:
                 args, kwargs = rec_b.first_call
             else:
@@ -228,13 +236,64 @@ def _run_pipeline(spec, device, unsafe, workdir, result, orig, modules, torch) -
             bad = [d for (k, ta), (_, tb) in zip(out_model, out_copy) if (d := cmp.same(f"copy's output {k}", ta, tb))]
             if len(out_copy) != len(out_model):
                 bad.append("copy's output structure differs")
+            bad = copy_bad + bad
             if bad:
                 result.checks["deepcopy"] = Check(FAIL, "copy.deepcopy works but the copy disagrees: " + "; ".join(bad))
             else:
-                result.checks["deepcopy"] = Check(PASS, "copy.deepcopy(model) works; the copy gives the same outputs")
+                extra = (f"; copy-safe: {len(held)} attribute(s) detached in the copy, the original untouched"
+                         if held else "")
+                result.checks["deepcopy"] = Check(PASS, "copy.deepcopy(model) works; the copy gives the same outputs" + extra)
 
     # --- 5. safety -----------------------------------------------------------------------------
     _judge_safety(spec, result, all_safe)
+
+
+def copysafe_holders(model, applied) -> dict:
+    """{(path, attribute): (holder, value)} for each attribute a copy-safe fix names, in every module of its
+    class and every hook object (a bound method's ``__self__``, a callable) of that class, in hook order."""
+    wanted: dict[str, set[str]] = {}
+    for a in applied:
+        if "__getstate__" in (a.get("description") or "") and a.get("class_name") and a.get("attribute"):
+            name = a["attribute"].split(".", 1)[-1].split("[", 1)[0]
+            if name == "__dict__" or "." in name:
+                continue
+            wanted.setdefault(a["class_name"], set()).add(name)
+    out: dict = {}
+    if not wanted:
+        return out
+    for mpath, m in model.named_modules():
+        holders = [(mpath or "model", m)]
+        for hooks_name in ("_forward_hooks", "_forward_pre_hooks"):
+            for i, h in enumerate(getattr(m, hooks_name, {}).values()):
+                holders.append((f"{mpath or 'model'}.{hooks_name}[{i}]", getattr(h, "__self__", h)))
+        for where, obj in holders:
+            for name in wanted.get(type(obj).__name__, ()):
+                if name in getattr(obj, "__dict__", {}):
+                    out[(where, name)] = (obj, obj.__dict__[name])
+    return out
+
+
+def copysafe_problems(held: dict, before: dict, copied: dict, torch) -> list[str]:
+    """The copy holds detached values (same data, no grad_fn); the original keeps its graph tensors."""
+    bad = []
+    for key, (obj, value) in held.items():
+        where = f"{key[0]}.{key[1]}"
+        now = [(id(t), t.grad_fn is not None) for _, t in tensors_in(obj.__dict__.get(key[1]))]
+        if now != before[key]:
+            bad.append(f"{where}: the original's value changed in copy.deepcopy")
+        if key not in copied:
+            bad.append(f"{where}: missing in the copy")
+            continue
+        ta, tb = tensors_in(value), tensors_in(copied[key][1])
+        if len(ta) != len(tb):
+            bad.append(f"{where}: the copy holds {len(tb)} tensors, the original {len(ta)}")
+            continue
+        for (p, a), (_, b) in zip(ta, tb):
+            if b.grad_fn is not None:
+                bad.append(f"{where}{p}: still on the graph in the copy")
+            elif not torch.equal(a.detach(), b):
+                bad.append(f"{where}{p}: the copy's value differs")
+    return bad
 
 
 def _judge_fix(spec: Spec, result: Result, fixres, crashed: bool, unsafe: bool) -> str:

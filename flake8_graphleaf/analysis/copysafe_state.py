@@ -1,0 +1,112 @@
+"""Which attributes a class's own ``__getstate__`` already hands to copies in another form.
+
+``copy.deepcopy``, ``pickle`` and ``torch.save`` copy what ``__getstate__`` returns, not the live
+``__dict__``.  A ``__getstate__`` that replaces, drops or detaches ``state["name"]`` (by hand, or the
+loop the copy-safe fix writes: ``for name in ("a", "b"): state[name] = ...``) makes the store of a
+graph tensor in ``name`` harmless for copies: its findings are dropped.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from .findings import Finding
+
+# The rules whose finding is about a value held in the instance ``__dict__``.
+COVERABLE = ("GLF001", "GLF002", "GLF003", "GLF010")
+
+
+def getstate_of(class_node: ast.ClassDef) -> ast.FunctionDef | None:
+    for stmt in class_node.body:
+        if isinstance(stmt, ast.FunctionDef) and stmt.name == "__getstate__":
+            return stmt
+    return None
+
+
+def _const_str(node) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def covered_attributes(class_node: ast.ClassDef) -> set[str]:
+    """Names whose entry in the state the class's ``__getstate__`` rewrites, pops or deletes."""
+    method = getstate_of(class_node)
+    if method is None:
+        return set()
+    out: set[str] = set()
+    loops: dict[str, list[str]] = {}
+    for n in ast.walk(method):
+        if isinstance(n, ast.For) and isinstance(n.target, ast.Name) and isinstance(n.iter, (ast.Tuple, ast.List, ast.Set)):
+            names = [_const_str(e) for e in n.iter.elts]
+            if names and all(names):
+                loops[n.target.id] = names  # type: ignore[assignment]
+    for n in ast.walk(method):
+        key = None
+        if isinstance(n, ast.Subscript) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            key = n.slice
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "pop" and n.args:
+            key = n.args[0]
+        if key is None:
+            continue
+        if _const_str(key):
+            out.add(_const_str(key))  # type: ignore[arg-type]
+        elif isinstance(key, ast.Name) and key.id in loops:
+            out.update(loops[key.id])
+    return out
+
+
+_PLAIN = re.compile(r"([A-Za-z_]\w*)\.([A-Za-z_]\w*)(\[\.\.\.\])?")
+
+
+def stored_name(f: Finding, scope: ast.AST | None = None) -> str | None:
+    """The instance attribute a store finding is about: ``self.cache``, ``self.cache[k]``,
+    ``setattr(self, "cache", v)``, ``self.__dict__["cache"]`` give ``cache``; ``self.sub.x`` gives None."""
+    m = _PLAIN.fullmatch(f.attribute or "")
+    if m is None:
+        return None
+    name = m.group(2)
+    if name == "__dict__":
+        for node in ast.walk(scope) if scope is not None and not m.group(3) else ():
+            if isinstance(node, ast.Subscript) and (node.lineno, node.col_offset) == (f.line, f.col):
+                return _const_str(node.slice)
+        return None
+    return name
+
+
+def on_self(f: Finding, classes: dict) -> bool:
+    """Is the finding's store on the instance the class's own method (or hook) runs for?"""
+    if f.code == "GLF003":
+        return bool(f.data.get("on_self"))
+    info = classes.get(f.class_name or "")
+    method = info.facts.methods.get(f.data.get("method", "")) if info is not None else None
+    if method is None:
+        return False
+    params = method.args.posonlyargs + method.args.args
+    return bool(params) and f.data.get("root") == params[0].arg
+
+
+def covered_in_class(name: str, classes: dict, seen: frozenset = frozenset()) -> set[str]:
+    """Covered by the class's own ``__getstate__``, and by its bases' (in this file) when it has none
+    or its own chains to ``super().__getstate__()``."""
+    info = classes.get(name)
+    if info is None or name in seen:
+        return set()
+    own = getstate_of(info.node)
+    out = covered_attributes(info.node)
+    if own is None or "super" in {n.id for n in ast.walk(own) if isinstance(n, ast.Name)}:
+        for base in info.local_bases:
+            out |= covered_in_class(base, classes, seen | {name})
+    return out
+
+
+def drop_covered(findings: list[Finding], classes: dict) -> list[Finding]:
+    cover: dict[str, set[str]] = {}
+    out = []
+    for f in findings:
+        if f.code in COVERABLE and f.class_name in classes and on_self(f, classes):
+            if f.class_name not in cover:
+                cover[f.class_name] = covered_in_class(f.class_name, classes)
+            if stored_name(f, classes[f.class_name].node) in cover[f.class_name]:
+                continue
+        out.append(f)
+    return out

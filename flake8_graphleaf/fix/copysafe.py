@@ -1,0 +1,182 @@
+"""The copy-safe fix: the class gets (or extends) a ``__getstate__`` that hands ``copy.deepcopy``,
+``pickle`` and ``torch.save(model)`` a detached value of the named attributes, while the live object
+keeps its graph tensors.  Nothing the program computes changes, so the fix is safe whoever reads the
+attribute (a loss summed by the training loop, the next ``forward`` call, code we cannot see).
+
+What a copy gets for each named attribute: a tensor with a ``grad_fn`` is replaced by its
+``.detach()`` (same storage, no graph); lists, tuples (named tuples too) and dicts are rebuilt with
+their items treated the same way, recursively; anything else is left as it is.  A leaf tensor is
+copied as ``copy.deepcopy`` always copies it.
+
+The generated method, in an ``nn.Module`` subclass or a hook-holder class::
+
+    def __getstate__(self):
+        # graphleaf: copies (copy.deepcopy, pickle, torch.save) get detached values of the
+        # attributes below; this object keeps its graph tensors.
+        base = getattr(super(), "__getstate__", None)  # object has none before Python 3.11
+        state = dict((base() if base is not None else self.__dict__) or {})
+
+        def detached(value):
+            ...
+
+        for name in ("cache", "loss"):
+            if name in state:
+                state[name] = detached(state[name])
+        return state
+
+``getattr(super(), ...)`` chains to ``nn.Module.__getstate__`` (which drops ``_compiled_call_impl``)
+or to any base's, and works on Python 3.10 where ``object`` has no ``__getstate__``.  When a base
+class in the same file defines one, the chain is written ``dict(super().__getstate__())``.  A
+class that already has a ``__getstate__`` is extended when it is this generated one (its name
+list grows; a second run changes nothing) or when it builds a dict from ``self.__dict__`` /
+``super().__getstate__()`` and ends with ``return state``; any other ``__getstate__`` gets no fix.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .cst import NoFix, diff_edit, find, indent_unit, parse, torch_name
+
+MARK = "# graphleaf: copies (copy.deepcopy, pickle, torch.save) get detached values of the"
+
+_HELPER = '''def detached(value):
+    if isinstance(value, {torch}.Tensor):
+        return value.detach() if value.grad_fn is not None else value
+    if isinstance(value, dict):
+        value = value.copy()
+        for key in value:
+            value[key] = detached(value[key])
+        return value
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return type(value)(*[detached(item) for item in value])
+    if isinstance(value, (list, tuple)):
+        return type(value)([detached(item) for item in value])
+    return value
+'''
+
+_LOOP = '''for name in {names}:
+    if name in state:
+        state[name] = detached(state[name])
+'''
+
+
+def _names_tuple(names: list[str]) -> str:
+    return "(" + ", ".join(f'"{n}"' for n in names) + ("," if len(names) == 1 else "") + ")"
+
+
+def _reindent(code: str, unit: str) -> str:
+    out = []
+    for line in code.splitlines(keepends=True):
+        stripped = line.lstrip(" ")
+        depth = (len(line) - len(stripped)) // 4
+        out.append(unit * depth + stripped)
+    return "".join(out)
+
+
+def _base_defines_getstate(ctx, info) -> bool:
+    seen = set()
+    todo = list(info.local_bases)
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in ctx.classes:
+            continue
+        seen.add(name)
+        base = ctx.classes[name]
+        if any(isinstance(s, ast.FunctionDef) and s.name == "__getstate__" for s in base.node.body):
+            return True
+        todo += base.local_bases
+    return False
+
+
+def _torch_prelude(ctx) -> tuple[str, str]:
+    """(name of torch in the generated code, statement to bind it or "")."""
+    name = torch_name(ctx)
+    return (name, "") if name else ("torch", "import torch\n")
+
+
+def new_method(ctx, info, names: list[str]) -> str:
+    torch, prelude = _torch_prelude(ctx)
+    if _base_defines_getstate(ctx, info):
+        head = "state = dict(super().__getstate__())\n"
+    else:
+        head = ('base = getattr(super(), "__getstate__", None)  # object has none before Python 3.11\n'
+                "state = dict((base() if base is not None else self.__dict__) or {})\n")
+    body = (
+        f"{MARK}\n# attributes below; this object keeps its graph tensors.\n"
+        + prelude + head + "\n" + _HELPER.format(torch=torch) + "\n" + _LOOP.format(names=_names_tuple(names))
+        + "return state\n"
+    )
+    self_name = "self"
+    code = f"def __getstate__({self_name}):\n" + "".join("    " + ln if ln.strip() else ln for ln in body.splitlines(True))
+    return code
+
+
+def _recognised_start(stmt: ast.stmt) -> bool:
+    """``state = self.__dict__.copy()`` and the like: a fresh dict of the instance state."""
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+            and stmt.targets[0].id == "state"):
+        return False
+    text = ast.unparse(stmt.value).replace(" ", "")
+    return text in {
+        "self.__dict__.copy()", "dict(self.__dict__)", "copy.copy(self.__dict__)", "{**self.__dict__}",
+        "super().__getstate__()", "super().__getstate__().copy()", "dict(super().__getstate__())",
+    }
+
+
+def copysafe_edit(ctx, class_name: str, names: list[str]):
+    """The Edit that makes copies of ``class_name`` hold detached values of ``names``; raises NoFix."""
+    import libcst as cst
+
+    info = ctx.classes.get(class_name)
+    if info is None:
+        raise NoFix(f"class '{class_name}' is not defined in this file")
+    node = info.node
+    if any(isinstance(s, (ast.Assign, ast.AnnAssign)) and any(isinstance(t, ast.Name) and t.id == "__slots__"
+           for t in (s.targets if isinstance(s, ast.Assign) else [s.target])) for s in node.body):
+        raise NoFix(f"class '{class_name}' has __slots__")
+    own = {s.name for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    for other in ("__reduce__", "__reduce_ex__", "__deepcopy__"):
+        if other in own:
+            raise NoFix(f"class '{class_name}' defines {other}, which copies use instead of __getstate__")
+    module, positions = parse(ctx)
+    target = find(ctx, cst.ClassDef, node.lineno, None, lambda c: c.name.value == class_name)
+    unit = indent_unit(ctx)
+    getstate = next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "__getstate__"), None)
+    if getstate is None:
+        method = cst.parse_statement(_reindent(new_method(ctx, info, names), unit), config=module.config_for_parsing)
+        method = method.with_changes(leading_lines=[cst.EmptyLine(indent=False)])
+        body = target.body
+        new_class = target.with_changes(body=body.with_changes(body=list(body.body) + [method]))
+        return diff_edit(ctx.text.source, module.deep_replace(target, new_class).code), "add"
+    # An existing __getstate__: ours (extend its list) or a recognisable one (extend it).
+    for n in ast.walk(getstate):
+        if (isinstance(n, ast.For) and isinstance(n.target, ast.Name) and n.target.id == "name"
+                and isinstance(n.iter, ast.Tuple) and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in n.iter.elts)):
+            have = [e.value for e in n.iter.elts]
+            merged = have + [x for x in names if x not in have]
+            if merged == have:
+                raise NoFix("already covered")
+            loop = find(ctx, cst.For, n.lineno, ctx.text.char_col(n.lineno, n.col_offset))
+            new_iter = cst.parse_expression(_names_tuple(merged))
+            return diff_edit(ctx.text.source, module.deep_replace(loop.iter, new_iter).code), "extend"
+    body = getstate.body
+    first = next((s for s in body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))), None)
+    last = body[-1]
+    used = {x.id for x in ast.walk(getstate) if isinstance(x, ast.Name)}
+    if (first is None or not _recognised_start(first) or not (isinstance(last, ast.Return) and isinstance(last.value, ast.Name)
+            and last.value.id == "state") or used & {"detached", "name", "key", "item"}):
+        raise NoFix(f"'{class_name}.__getstate__' is not one the fixer can extend (it should build "
+                    "`state` from self.__dict__ or super().__getstate__() and end with `return state`)")
+    torch, prelude = _torch_prelude(ctx)
+    extra = prelude + _HELPER.format(torch=torch) + "\n" + _LOOP.format(names=_names_tuple(names))
+    stmts = cst.parse_module(_reindent(extra, unit), config=module.config_for_parsing).body
+    ret = find(ctx, cst.SimpleStatementLine, last.lineno, ctx.text.char_col(last.lineno, last.col_offset))
+    fdef = find(ctx, cst.FunctionDef, getstate.lineno, None, lambda f: f.name.value == "__getstate__")
+    new_body = []
+    for s in fdef.body.body:
+        if s is ret:
+            new_body += [stmts[0].with_changes(leading_lines=[cst.EmptyLine(indent=False)])] + list(stmts[1:])
+        new_body.append(s)
+    new_def = fdef.with_changes(body=fdef.body.with_changes(body=new_body))
+    return diff_edit(ctx.text.source, module.deep_replace(fdef, new_def).code), "extend"
