@@ -1,9 +1,12 @@
-"""Which attributes a class's own ``__getstate__`` already hands to copies in another form.
+"""Which attributes a class's own copy protocol already hands to copies in another form.
 
 ``copy.deepcopy``, ``pickle`` and ``torch.save`` copy what ``__getstate__`` returns, not the live
 ``__dict__``.  A ``__getstate__`` that replaces, drops or detaches ``state["name"]`` (by hand, or the
-loop the copy-safe fix writes: ``for name in ("a", "b"): state[name] = ...``) makes the store of a
-graph tensor in ``name`` harmless for copies: its findings are dropped.
+loop the copy-safe fix writes: ``for name in ("a", "b"): state[name] = ...``), or that clears or
+resets ``self.name`` before the state is taken (a distillation wrapper emptying its feature dicts),
+makes the store of a graph tensor in ``name`` harmless for copies: its findings are dropped.  So
+does naming ``name`` in a class's own ``__deepcopy__`` / ``__reduce__`` / ``__reduce_ex__``
+(PairwiseGP sets its cached tensors to None around the copy): such a class decides what a copy gets.
 """
 
 from __future__ import annotations
@@ -28,12 +31,29 @@ def _const_str(node) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
+OWN_COPY = ("__deepcopy__", "__reduce__", "__reduce_ex__")
+
+
+def named_in_own_copy(class_node: ast.ClassDef) -> set[str]:
+    """Every attribute name a class's own ``__deepcopy__`` / ``__reduce__(_ex)__`` mentions."""
+    out: set[str] = set()
+    for stmt in class_node.body:
+        if isinstance(stmt, ast.FunctionDef) and stmt.name in OWN_COPY:
+            for n in ast.walk(stmt):
+                if isinstance(n, ast.Attribute):
+                    out.add(n.attr)
+                elif _const_str(n) and _const_str(n).isidentifier():
+                    out.add(_const_str(n))  # type: ignore[arg-type]
+    return out
+
+
 def covered_attributes(class_node: ast.ClassDef) -> set[str]:
-    """Names whose entry in the state the class's ``__getstate__`` rewrites, pops or deletes."""
+    """Names whose entry in the state the class's ``__getstate__`` rewrites, pops, deletes or
+    clears, and the names its own ``__deepcopy__`` handles."""
+    out: set[str] = named_in_own_copy(class_node)
     method = getstate_of(class_node)
     if method is None:
-        return set()
-    out: set[str] = set()
+        return out
     loops: dict[str, list[str]] = {}
     for n in ast.walk(method):
         if isinstance(n, ast.For) and isinstance(n.target, ast.Name) and isinstance(n.iter, (ast.Tuple, ast.List, ast.Set)):
@@ -41,6 +61,14 @@ def covered_attributes(class_node: ast.ClassDef) -> set[str]:
             if names and all(names):
                 loops[n.target.id] = names  # type: ignore[assignment]
     for n in ast.walk(method):
+        # self.feats.clear() / self.cache = None before the state is taken
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "clear":
+            if isinstance(n.func.value, ast.Attribute) and isinstance(n.func.value.value, ast.Name):
+                out.add(n.func.value.attr)
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and n.value.value is None:
+            for target in n.targets:
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+                    out.add(target.attr)
         key = None
         if isinstance(n, ast.Subscript) and isinstance(n.ctx, (ast.Store, ast.Del)):
             key = n.slice

@@ -27,6 +27,8 @@ class Effect:
     graph: bool = False
     leaf: bool = False  # returns parameters (nn.Parameter(...), leaves that require grad)
     passes: tuple[str, ...] = ()
+    # for a function returning a tuple of known length: the parameters each element passes on
+    items: tuple[tuple[str, ...], ...] | None = None
     params: tuple[str, ...] = ()  # positional parameter names, in order
     keyword_only: tuple[str, ...] = ()
 
@@ -79,8 +81,17 @@ def _judge_function(definition: Definition, depth: int) -> Effect | None:
     if base.kind == LEAF:
         return Effect(leaf=True, params=tuple(positional), keyword_only=tuple(keyword_only))
     passes = []
+    items: list[list[str]] | None = [[] for _ in base.items] if base.items is not None else None
     for n in names:
         v = run(n)
         if v.kind >= ARG:
             passes.append(n)
-    return Effect(passes=tuple(passes), params=tuple(positional), keyword_only=tuple(keyword_only))
+        if items is not None:
+            if v.items is None or len(v.items) != len(items):
+                items = None
+            else:
+                for i, item in enumerate(v.items):
+                    if item.kind >= ARG:
+                        items[i].append(n)
+    return Effect(passes=tuple(passes), params=tuple(positional), keyword_only=tuple(keyword_only),
+                  items=tuple(tuple(i) for i in items) if items is not None else None)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from .copy_protocol import COPY_METHODS, attribute_root, handled_attributes
 from .effects import function_effect
 from .copysafe_state import drop_covered
 from .findings import Finding
@@ -22,7 +21,9 @@ from .rules import construction, deepcopy_calls, forward_stores, hooks, legacy_n
 from .scopes import ClassRunner
 
 # A file that mentions none of these cannot have a finding.
-GATE_WORDS = ("torch", "nn.", "Module", "deepcopy", "hook", "weight_norm", "spectral_norm")
+# "def forward": a class whose module base comes from another file of the project
+# (``from .base import BaseNet``) needs no torch word of its own.
+GATE_WORDS = ("torch", "nn.", "Module", "deepcopy", "hook", "weight_norm", "spectral_norm", "def forward")
 
 
 @dataclass(frozen=True)
@@ -36,14 +37,6 @@ class Options:
     # Also report stores whose only evidence is a forward argument that reaches no learnable
     # computation, as GLF010 (off by default: the default selection is the precise one).
     argument_stores: bool = False
-
-
-def _drop_copy_handled(findings: list[Finding], classes: dict) -> list[Finding]:
-    handled = {name: handled_attributes(c.facts.methods) for name, c in classes.items()}
-    return [
-        f for f in findings
-        if not (f.class_name in handled and attribute_root(f.attribute) in handled[f.class_name])
-    ]
 
 
 @dataclass
@@ -95,9 +88,7 @@ def analyze_file(tree: ast.AST, source: str | None = None, options: Options | No
         findings += legacy_norm.check(tree, imports, classes)
     if source is None or "utils.prune" in source or any(v.startswith(pruning.PREFIX[:-1]) for v in imports.names.values()):
         findings += pruning.check(tree, imports)
-    if any(m in c.facts.methods for c in classes.values() for m in COPY_METHODS):
-        findings = _drop_copy_handled(findings, classes)
-    if "__getstate__" in (source or "__getstate__"):
+    if source is None or any(m in source for m in ("__getstate__", "__deepcopy__", "__reduce")):
         findings = drop_covered(findings, classes)
     if source is None or any(w in source for w in deepcopy_calls.WORDS):
         findings += deepcopy_calls.check(tree, imports, classes, module_classes, findings, source)

@@ -309,6 +309,8 @@ class Walker:
                     ev.env[recv.id] = join(old, added)
                     return
                 return  # a method of the object itself (self.update(...)), or of a plain name
+            if meth in ("update", "add") and ev.eval(recv).kind == MODULE:
+                return  # self.metric.update(preds, target): a submodule's method, not dict.update
             self._emit("container", recv, added, call, method=meth)
             return
         if is_inplace_method(meth):

@@ -208,6 +208,8 @@ _NON_TENSOR_ARG_RE = re.compile(
 )
 
 _NON_TENSOR_ANNOTATIONS = frozenset("int float bool str bytes dict type".split())
+# Annotations naming tensors that cannot require grad, or no tensor at all.
+_NON_DIFF_TENSOR_TYPES = frozenset("BoolTensor LongTensor IntTensor ByteTensor ShortTensor CharTensor device dtype Size".split())
 
 
 def argument_value(arg: ast.arg, default: ast.AST | None) -> Value:
@@ -218,6 +220,8 @@ def argument_value(arg: ast.arg, default: ast.AST | None) -> Value:
     if ann is not None:
         text = ast.unparse(ann) if not isinstance(ann, ast.Name) else ann.id
         words = set(re.findall(r"[A-Za-z_]+", text))
+        if words & _NON_DIFF_TENSOR_TYPES and not words & {"Tensor", "FloatTensor", "Module"}:
+            return NOTHING  # mask: torch.BoolTensor, ids: LongTensor, device: torch.device
         if words and words <= (_NON_TENSOR_ANNOTATIONS | {"Optional", "None", "Union", "typing", "List", "list", "Tuple", "tuple", "Sequence", "Dict"}) and "Tensor" not in text:
             return NOTHING
     if isinstance(default, ast.Constant) and default.value is not None:
@@ -579,17 +583,22 @@ class Evaluator:
             return self.module_call(f"{name}(...)", pos, kw)
         if effect.leaf:
             return Value(LEAF, f"{name}(...)")
-        passed = [
-            v for p, v in zip(effect.params, pos) if p in effect.passes
-        ] + [v for k, v in kw.items() if k in effect.passes]
-        if len(pos) > len(effect.params) and any(p not in effect.params + effect.keyword_only for p in effect.passes):
-            passed += pos[len(effect.params):]  # *args
-        if any(v.kind == LEAF for v in passed):
-            self.feed(*passed)  # complex_bn(x, self.weight, ...): the argument meets a parameter
-        result = join(*passed) if passed else NOTHING
-        if result.kind == GRAPH or result.kind == LEAF:
-            result = Value(GRAPH, result.origin) if self.grad else _containers_only(result)
-        return result
+        def passed_by(names: tuple[str, ...]) -> Value:
+            passed = [v for p, v in zip(effect.params, pos) if p in names] + [v for k, v in kw.items() if k in names]
+            if len(pos) > len(effect.params) and any(p not in effect.params + effect.keyword_only for p in names):
+                passed += pos[len(effect.params):]  # *args
+            if any(v.kind == LEAF for v in passed):
+                self.feed(*passed)  # complex_bn(x, self.weight, ...): the argument meets a parameter
+            result = join(*passed) if passed else NOTHING
+            if result.kind == GRAPH or result.kind == LEAF:
+                result = Value(GRAPH, result.origin) if self.grad else _containers_only(result)
+            return result
+
+        if effect.items is not None:
+            items = tuple(passed_by(names) for names in effect.items)
+            whole = join(*items)
+            return Value(whole.kind, whole.origin, items)
+        return passed_by(effect.passes)
 
     def _torch_call(self, node, qual, pos, kw, everything) -> Value:
         name = qual.rsplit(".", 1)[-1]
@@ -597,6 +606,9 @@ class Evaluator:
             return Value(LEAF, "nn.Parameter(...)")
         if qual in BUFFER_CTORS:
             return NOTHING
+        if qual == "torch.autograd.grad" and _is_true(node, "create_graph"):
+            # gradients built with create_graph=True are on the graph (a gradient penalty)
+            return self.module_call("torch.autograd.grad(..., create_graph=True)", pos, kw)
         if qual in NON_DIFF_QUALNAMES or qual.startswith("copy."):
             return NOTHING
         if qual.startswith(NON_COMPUTING_NAMESPACES):

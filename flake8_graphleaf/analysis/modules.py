@@ -34,6 +34,9 @@ class ClassInfo:
         self.bases: list[str] = []  # qualified or plain names
         self.local_bases: list[str] = []  # bases defined in this file
         self.is_lightning = False
+        # A torchmetrics Metric: an nn.Module whose forward calls update(preds, target) with
+        # what the model produced (its arguments are the model's outputs).
+        self.is_metric = False
 
 
 def _base_name(base: ast.AST, imports: ImportMap) -> str:
@@ -85,6 +88,10 @@ def collect_classes(tree: ast.AST, imports: ImportMap, extra_bases: frozenset[st
     resolved_not_module: set[str] = set()
     for info in classes.values():
         info.facts.is_module = direct_module(info)
+        if any(_is_metric_base(b) for b in info.bases) or (
+            (imports.module or "").startswith("torchmetrics") and info.node.name == "Metric"
+        ):
+            info.is_metric = info.facts.is_module = True
         if info.facts.is_module or imports.project is None:
             continue
         # Bases from other files of the program: follow them (nn.Module lineage only).
@@ -107,6 +114,7 @@ def collect_classes(tree: ast.AST, imports: ImportMap, extra_bases: frozenset[st
                 if base.facts.is_module:
                     info.facts.is_module = True
                     info.is_lightning = info.is_lightning or base.is_lightning
+                    info.is_metric = info.is_metric or base.is_metric
                     changed = True
     for info in classes.values():
         if info.facts.is_module or not info.bases or info.node.name in resolved_not_module:
@@ -128,6 +136,10 @@ def collect_classes(tree: ast.AST, imports: ImportMap, extra_bases: frozenset[st
     for info in _base_first(classes):
         _collect_attributes(info, classes, imports)
     return classes
+
+
+def _is_metric_base(qualname: str) -> bool:
+    return qualname.startswith("torchmetrics.") and qualname.rsplit(".", 1)[-1][:1].isupper()
 
 
 def _base_first(classes: dict[str, ClassInfo]) -> list[ClassInfo]:

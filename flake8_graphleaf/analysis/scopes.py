@@ -9,7 +9,7 @@ import re
 from typing import Callable
 
 from .flow import Store, Walker, function_grad_mode
-from .graph_tensors import ARG, MODULE, NOTHING, Evaluator, Value, argument_value, join, looks_like_module_name
+from .graph_tensors import ARG, GRAPH, MODULE, NOTHING, Evaluator, Value, argument_value, join, looks_like_module_name
 from .imports import ImportMap
 from .modules import ClassInfo
 
@@ -20,6 +20,8 @@ def is_forward_root(name: str, info: ClassInfo) -> bool:
     validation_step / test_step under no_grad or inference_mode.)"""
     if name in ("forward", "__call__") or name.startswith("forward_"):
         return True
+    if info.is_metric and name == "update":
+        return True  # Metric.forward calls update with the batch (torchmetrics' contract)
     return name == "training_step" or (info.is_lightning and name in ("training_step", "shared_step"))
 
 
@@ -99,7 +101,15 @@ class ClassRunner:
         for name in roots:
             func = self.info.facts.methods[name]
             params = self._root_params(func, forward)
-            self._run(func, params, True)
+            grad = True
+            if forward and self.info.is_metric and name in ("forward", "update"):
+                # torchmetrics: users pass the model's outputs, graph tensors; Metric wraps
+                # update() in set_grad_enabled(False), so only what it keeps as it is stays on
+                # the graph (CatMetric's list of inputs), not what it computes from them.
+                params = {k: (Value(GRAPH, f"argument '{k}', a model output given to the metric") if v.kind == ARG else v)
+                          for k, v in params.items()}
+                grad = name == "forward"
+            self._run(func, params, grad)
         return set(self.reached)
 
     def _root_params(self, func: ast.FunctionDef, forward: bool) -> dict[str, Value]:

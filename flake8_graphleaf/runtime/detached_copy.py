@@ -13,7 +13,7 @@ copy the same object at once.  Imports torch.
 from __future__ import annotations
 
 import copy
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import torch
 

@@ -115,6 +115,15 @@ def _enclosing(node, parents, classes):
     return scope, cls
 
 
+def _inside(node, scope, parents) -> bool:
+    cur = parents.get(node)
+    while cur is not None:
+        if cur is scope:
+            return True
+        cur = parents.get(cur)
+    return False
+
+
 def _method_self(func) -> str | None:
     params = func.args.posonlyargs + func.args.args
     return params[0].arg if params else None
@@ -167,18 +176,24 @@ def _resolve(expr, scope, cls: ClassInfo | None, tree, classes, parents, skip: i
         if isinstance(callee, ast.Attribute) and self_name and isinstance(callee.value, ast.Name) and callee.value.id == self_name:
             factory = cls.facts.methods.get(callee.attr) if cls else None
             owner = cls
-        elif isinstance(callee, ast.Name):
+        closure_self = None
+        if isinstance(callee, ast.Name):
             factory = _find_def(callee.id, scope, tree)
+            if factory is not None and self_name and factory is not scope and _inside(factory, scope, parents):
+                # a factory defined inside the method (MILModel's forward_hook(layer_name) in
+                # __init__): its hooks see the method's `self` as a closure variable
+                owner, closure_self = cls, self_name
         if factory is None:
             return None
+        hook_self = closure_self or (_method_self(factory) if owner else None)
         for ret in ast.walk(factory):
             if isinstance(ret, ast.Return) and ret.value is not None:
                 if isinstance(ret.value, ast.Lambda):
-                    return _Hook(ret.value, False, owner, skip, _method_self(factory) if owner else None)
+                    return _Hook(ret.value, False, owner, skip, hook_self)
                 if isinstance(ret.value, ast.Name):
                     inner = _find_def(ret.value.id, factory, tree)
                     if inner is not None:
-                        return _Hook(inner, False, owner, skip, _method_self(factory) if owner else None)
+                        return _Hook(inner, False, owner, skip, hook_self)
         return None
     if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
         if self_name and expr.value.id == self_name and cls is not None:

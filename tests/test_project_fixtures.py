@@ -1,0 +1,135 @@
+"""The whole-program fixture (fixtures/projects/wholeprogram): flake8 and graphleaf check report
+exactly the marked lines across files, and running the code agrees with every marker."""
+
+from __future__ import annotations
+
+import copy
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PROJECT = ROOT / "fixtures" / "projects" / "wholeprogram"
+EXPECT = re.compile(r"#\s*expect:\s*(GLF\d+)")
+LINE = re.compile(r"^(?P<path>.+?):(?P<line>\d+):\d+: (?P<code>GLF\d+) ")
+
+
+def marked() -> set[tuple[str, int, str]]:
+    out = set()
+    for path in sorted(PROJECT.rglob("*.py")):
+        for i, text in enumerate(path.read_text().splitlines(), start=1):
+            m = EXPECT.search(text)
+            if m:
+                out.add((path.relative_to(PROJECT).as_posix(), i, m.group(1)))
+    return out
+
+
+def parse(stdout: str) -> set[tuple[str, int, str]]:
+    out = set()
+    for line in stdout.splitlines():
+        m = LINE.match(line)
+        if m:
+            rel = Path(m.group("path")).resolve().relative_to(PROJECT).as_posix()
+            out.add((rel, int(m.group("line")), m.group("code")))
+    return out
+
+
+def test_flake8_reports_exactly_the_marked_lines():
+    r = subprocess.run([sys.executable, "-m", "flake8", "--isolated", "--select=GLF", str(PROJECT)],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert parse(r.stdout) == marked(), r.stdout + r.stderr
+
+
+def test_graphleaf_check_reports_exactly_the_marked_lines():
+    r = subprocess.run([sys.executable, "-m", "flake8_graphleaf", "check", "--isolated", "--output-format", "concise",
+                        str(PROJECT)], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 1, r.stderr
+    assert parse(r.stdout) == marked(), r.stdout + r.stderr
+
+
+def test_argument_only_stores_are_opt_in():
+    base = [sys.executable, "-m", "flake8_graphleaf", "check", "--isolated", "--output-format", "concise"]
+    r = subprocess.run(base + ["--argument-stores", str(PROJECT / "shop" / "layers.py")],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    got = parse(r.stdout)
+    assert ("shop/layers.py", 83, "GLF010") in got, r.stdout
+    r = subprocess.run([sys.executable, "-m", "flake8", "--isolated", "--select=GLF", "--graphleaf-argument-stores",
+                        str(PROJECT / "shop" / "layers.py")], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert ("shop/layers.py", 83, "GLF010") in parse(r.stdout), r.stdout
+
+
+# --- the markers agree with what the code does -------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def shop():
+    torch = pytest.importorskip("torch")
+    sys.path.insert(0, str(PROJECT))
+    try:
+        import shop.layers
+        import shop.probe
+        import shop.decode
+        yield torch, shop
+    finally:
+        sys.path.remove(str(PROJECT))
+        for name in [m for m in sys.modules if m == "shop" or m.startswith("shop.")]:
+            del sys.modules[name]
+
+
+def raises_on_deepcopy(obj) -> bool:
+    try:
+        copy.deepcopy(obj)
+    except RuntimeError as exc:
+        assert "graph leaves" in str(exc)
+        return True
+    return False
+
+
+def has_grad_fn(value) -> bool:
+    return getattr(value, "grad_fn", None) is not None
+
+
+def test_positives_raise_and_negatives_do_not(shop):
+    torch, pkg = shop
+    layers, probe = pkg.layers, pkg.probe
+    x = torch.randn(4, 8)
+
+    p = probe.Probe()
+    p(x).sum().backward()
+    assert raises_on_deepcopy(p)
+
+    head = layers.Head(8, 4)
+    head(torch.randn(2, 8), [2, 1], torch.tensor([0, 1]))
+    assert has_grad_fn(head.logits_cache) and has_grad_fn(head.heads)
+    assert not has_grad_fn(head.mask) and isinstance(head.acc, float)
+    assert not has_grad_fn(head.constant) and head.n_heads == 2
+
+    gp = layers.GradientPenalty(8)
+    gp(torch.randn(4, 8))
+    assert has_grad_fn(gp.penalty_grad) and not has_grad_fn(gp.plain_grad)
+
+    ann = layers.Annotated(8)
+    ann(x, torch.tensor([True, False, True, True]), torch.device("cpu"))
+    assert not raises_on_deepcopy(ann)
+
+    net = layers.stylizer(torch.randn(1, 3, 4, 4))
+    net(torch.randn(1, 3, 4, 4)).sum().backward()
+    assert has_grad_fn(net.content.loss) and raises_on_deepcopy(net)
+
+    stats = layers.InputStats()
+    stats(torch.randn(4, 8))  # the model's input data: no history
+    assert not raises_on_deepcopy(stats)
+
+    cached = layers.Cached(8)
+    cached(x)
+    assert has_grad_fn(cached.cache) and not raises_on_deepcopy(cached)
+
+    bb = layers.Backbone(8)
+    bb(x)
+    assert has_grad_fn(bb.extra["layer1"]) and raises_on_deepcopy(bb)
+
+    out = pkg.decode.decode(layers.Block(8), x)
+    assert not has_grad_fn(out)
