@@ -1,0 +1,290 @@
+"""The semantics of calls, for :class:`.graph_tensors.Evaluator` (a mixin it inherits): torch
+functions, builtins, methods of tensors and modules, ``self.method(...)``, and classes and
+functions the program defines (through :mod:`.project_view` and ``ImportMap.effect_of``).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .torch_names import (
+    _METHOD_NAME_RE,
+    BUFFER_CTORS,
+    CONTAINER_READS,
+    MODULE_API_LEAVES,
+    MODULE_API_MODULES,
+    MODULE_API_NONE,
+    NON_COMPUTING_NAMESPACES,
+    NON_DIFF_BUILTINS,
+    NON_DIFF_METHODS,
+    NON_DIFF_QUALNAMES,
+    NON_DIFF_TORCH,
+    PARAMETER_CTORS,
+    PARAMETER_NAMES,
+    PASSING_BUILTINS,
+    SHAPE_ONLY_ARGS,
+    int_dtype,
+    looks_like_parameter,
+)
+from .values import ARG, GRAPH, LEAF, MODULE, NOTHING, Value, _containers_only, _is_true, join, short
+
+
+class CallSemantics:
+    """What a call gives.  Needs the Evaluator's state (env, facts, grad, imports ...)."""
+
+    def _args(self, node: ast.Call) -> tuple[list[Value], dict[str, Value]]:
+        pos = [self._arg(a) for a in node.args]
+        kw = {k.arg or "**": self._arg(k.value) for k in node.keywords}
+        return pos, kw
+
+    def _arg(self, node: ast.AST) -> Value:
+        v = self.eval(node)
+        # ``Adam(model.parameters())``, ``EMA(self.parameters())``: handing over the parameters
+        # themselves is no computation; what is built from them holds leaves.
+        if v.kind == LEAF and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in MODULE_API_LEAVES and node.func.attr != "get_parameter":
+                return NOTHING
+        return v
+
+    def eval_Call(self, node: ast.Call) -> Value:
+        func = node.func
+        pos, kw = self._args(node)
+        if any(k.arg == "dtype" and int_dtype(k.value) for k in node.keywords):
+            return NOTHING  # an integer or boolean result has no grad_fn
+        if isinstance(func, ast.Attribute) and func.attr.startswith("register_"):
+            return NOTHING  # hook handles, registrations
+        everything = join(*pos, *kw.values())
+        qual = self.imports.qualname(func)
+        if qual is not None and self.on_call is not None:
+            self.on_call(node, qual, pos, kw, self.grad)
+        if qual is not None and (qual.startswith("torch") or qual.startswith("copy.")):
+            return self._torch_call(node, qual, pos, kw, everything)
+        if isinstance(func, ast.Name) and func.id not in self.env:
+            known = self._project_call(node, func, qual, pos, kw)
+            if known is not None:
+                return known
+            return self._name_call(node, func.id, pos, kw, everything)
+        if isinstance(func, ast.Name):
+            return self._name_call(node, func.id, pos, kw, everything)
+        if isinstance(func, ast.Attribute):
+            if qual is not None:
+                known = self._project_call(node, func, qual, pos, kw)
+                if known is not None:
+                    return known
+            return self._method_call(node, func, pos, kw, everything)
+        callee = self.eval(func)
+        if callee.kind == MODULE and self.building:
+            return callee
+        if callee.kind in (MODULE, LEAF):
+            return self.module_call(f"{short(func)}(...)", pos, kw)
+        return everything if self.grad else _containers_only(everything)
+
+    def _project_call(self, node: ast.Call, func: ast.AST, qual: str | None, pos, kw) -> Value | None:
+        """A call of a class or function the program defines (this file or another): a module
+        class builds a module, another class an object holding its arguments, a function gives
+        what its body gives (:func:`project_view.function_effect`).  None: not known."""
+        from . import project_view as pv
+
+        definition = None
+        current = getattr(self.imports, "current", None)
+        if isinstance(func, ast.Name) and current is not None and func.id in current.defs:
+            definition = pv.Definition(current, current.defs[func.id])
+        elif qual is not None:
+            definition = pv.resolve(self.imports.project, qual)
+        if definition is None:
+            return None
+        name = short(func)
+        if isinstance(definition.node, ast.ClassDef):
+            kind = pv.class_kind(self.imports.project, definition.qualname) if current is None or definition.module is not current else None
+            if kind is None and definition.module is current and func.id in self.module_classes:
+                kind = pv.MODULE_CLASS
+            if kind == pv.MODULE_CLASS:
+                return Value(MODULE, f"{name}(...)")
+            if kind in (pv.OTHER_CLASS, pv.FOREIGN_FRAMEWORK):
+                # an object: it holds what it was given (parameters it holds stay leaves), it computes nothing
+                held = join(*pos, *kw.values())
+                return held if held.kind in (GRAPH, ARG) else NOTHING
+            return None
+        if self.depth > 2:
+            return None
+        effect_of = getattr(self.imports, "effect_of", None)
+        effect = effect_of(definition, self.depth) if effect_of is not None else None
+        if effect is None:
+            return None
+        if effect.graph:
+            return self.module_call(f"{name}(...)", pos, kw)
+        if effect.leaf:
+            return Value(LEAF, f"{name}(...)")
+        def passed_by(names: tuple[str, ...]) -> Value:
+            passed = [v for p, v in zip(effect.params, pos) if p in names] + [v for k, v in kw.items() if k in names]
+            if len(pos) > len(effect.params) and any(p not in effect.params + effect.keyword_only for p in names):
+                passed += pos[len(effect.params):]  # *args
+            if any(v.kind == LEAF for v in passed):
+                self.feed(*passed)  # complex_bn(x, self.weight, ...): the argument meets a parameter
+            result = join(*passed) if passed else NOTHING
+            if result.kind == GRAPH or result.kind == LEAF:
+                result = Value(GRAPH, result.origin) if self.grad else _containers_only(result)
+            return result
+
+        if effect.items is not None:
+            items = tuple(passed_by(names) for names in effect.items)
+            whole = join(*items)
+            return Value(whole.kind, whole.origin, items)
+        return passed_by(effect.passes)
+
+    def _torch_call(self, node, qual, pos, kw, everything) -> Value:
+        name = qual.rsplit(".", 1)[-1]
+        if qual in PARAMETER_CTORS:
+            return Value(LEAF, "nn.Parameter(...)")
+        if qual in BUFFER_CTORS:
+            return NOTHING
+        if qual == "torch.autograd.grad" and _is_true(node, "create_graph"):
+            # gradients built with create_graph=True are on the graph (a gradient penalty)
+            return self.module_call("torch.autograd.grad(..., create_graph=True)", pos, kw)
+        if qual in NON_DIFF_QUALNAMES or qual.startswith("copy."):
+            return NOTHING
+        if qual.startswith(NON_COMPUTING_NAMESPACES):
+            return NOTHING
+        if qual.count(".") == 1 and name in NON_DIFF_TORCH:
+            rg = kw.get("requires_grad")
+            if rg is not None and _is_true(node, "requires_grad"):
+                return Value(LEAF, f"{qual}(..., requires_grad=True)")
+            return NOTHING
+        if name == "where" and len(node.args) == 1 and not node.keywords:
+            return NOTHING
+        if qual.startswith("torch.nn.") and name[:1].isupper():
+            if qual.startswith("torch.nn.functional."):
+                return self.computed(NOTHING, everything)
+            return Value(MODULE, f"{name}(...)")
+        if name == "checkpoint" or qual.startswith("torch.utils.checkpoint"):
+            return self.module_call(f"{qual}(...)", pos, kw) if everything.kind >= MODULE else NOTHING
+        if qual.startswith(("torch.optim.", "torch.distributions.constraints")):
+            return NOTHING  # optimizers and schedulers hold parameters, they compute nothing
+        if qual in ("torch.Tensor", "torch.FloatTensor", "torch.LongTensor"):
+            return NOTHING
+        return self.computed(NOTHING, everything)
+
+    def _name_call(self, node, name, pos, kw, everything) -> Value:
+        if name == self.self_name and self.facts is not None and self.facts.is_module:
+            return self._self_call(node, "forward", pos, kw, everything)
+        local = self.env.get(name)
+        if local is not None:
+            if local.kind == MODULE and self.building:
+                return local  # a module class or factory called while building
+            if local.kind in (MODULE, LEAF, GRAPH):
+                return self.module_call(f"{name}(...)", pos, kw)
+            return everything if self.grad else _containers_only(everything)
+        if name in NON_DIFF_BUILTINS:
+            return NOTHING
+        if name in PARAMETER_NAMES:
+            return Value(LEAF, "nn.Parameter(...)")
+        if name == "getattr" and node.args:
+            target = pos[0]
+            if self.is_self(node.args[0]) and len(node.args) > 1:
+                lit = node.args[1]
+                if isinstance(lit, ast.Constant) and isinstance(lit.value, str):
+                    return self.self_attr(lit.value)
+                return Value(LEAF, short(node)) if self.facts and self.facts.is_module else NOTHING
+            if target.kind == MODULE:
+                lit = node.args[1] if len(node.args) > 1 else None
+                if isinstance(lit, ast.Constant) and isinstance(lit.value, str) and not looks_like_parameter(lit.value):
+                    return Value(MODULE, short(node))
+                # a submodule or a parameter: calling it or computing with it both give a graph tensor
+                return Value(LEAF, short(node))
+            return target
+        if name in PASSING_BUILTINS:
+            if name in ("list", "tuple", "dict", "set", "frozenset", "sorted", "reversed", "enumerate", "zip", "iter", "next", "map", "filter"):
+                return everything
+            return self.computed(NOTHING, everything) if everything.kind > MODULE else NOTHING
+        if name in self.module_classes:
+            return Value(MODULE, f"{name}(...)")
+        return everything if self.grad else _containers_only(everything)
+
+    def _method_call(self, node, func: ast.Attribute, pos, kw, everything) -> Value:
+        meth = func.attr
+        recv_node = func.value
+        # super().forward(...)
+        if isinstance(recv_node, ast.Call) and isinstance(recv_node.func, ast.Name) and recv_node.func.id == "super":
+            if meth in ("forward", "__call__"):
+                return self.module_call("super().forward(...)", pos, kw)
+            if meth == "__init__":
+                return NOTHING
+            return everything if self.grad else _containers_only(everything)
+        if self.is_self(recv_node):
+            return self._self_call(node, meth, pos, kw, everything)
+        recv = self.eval(recv_node)
+        if meth in NON_DIFF_METHODS and meth not in MODULE_API_MODULES:
+            return NOTHING
+        if recv.kind == MODULE:
+            if meth in MODULE_API_LEAVES:
+                return Value(LEAF, f"{short(func)}()")
+            if meth in MODULE_API_MODULES:
+                return recv
+            if meth in MODULE_API_NONE:
+                return NOTHING
+            if looks_like_parameter(meth):
+                return NOTHING
+            if meth in ("forward", "__call__") or not _METHOD_NAME_RE.match(meth):
+                # `self.encoder.layer1(x)`: a submodule (modules are named as nouns)
+                if everything.kind >= LEAF or (recv.origin.startswith("self.") and not self.building and node.args):
+                    return self.module_call(f"{short(func)}(...)", pos, kw)
+                return recv  # model.module, model.backbone: another module
+            # `model.init_hidden(n)`, `self.sub.prepare(x)`: a method of a class we cannot see;
+            # what it returns is unknown, and unknown is not reported.
+            if not node.args and not node.keywords and meth.startswith(("get_", "_get_")):
+                return recv
+            return NOTHING
+        if isinstance(recv_node, (ast.Constant, ast.JoinedStr)):
+            return NOTHING
+        if meth in CONTAINER_READS and recv.kind != LEAF:
+            return recv
+        if meth in NON_DIFF_METHODS:
+            return NOTHING
+        if meth in SHAPE_ONLY_ARGS:
+            return self.computed(recv)  # the argument gives only a dtype, device or shape
+        if meth in ("to", "type") and (
+            any(int_dtype(a) for a in node.args) or any(k.arg == "dtype" and int_dtype(k.value) for k in node.keywords)
+        ):
+            return NOTHING
+        if meth == "type" and not node.args and not node.keywords:
+            return NOTHING
+        if meth == "requires_grad_":
+            if node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value is False:
+                return NOTHING if recv.kind < GRAPH else recv
+            return Value(LEAF, short(node)) if recv.kind < GRAPH else recv
+        if meth in ("append", "extend", "insert", "update", "add", "clear", "remove", "reverse"):
+            return NOTHING  # returns None; the statement walker records the mutation
+        if recv.kind >= MODULE or everything.kind >= MODULE:
+            return self.computed(recv, everything)
+        return NOTHING
+
+    def _self_call(self, node, meth, pos, kw, everything) -> Value:
+        facts = self.facts
+        if facts is not None and meth in facts.methods:
+            if meth in ("forward", "__call__"):
+                result = self.on_method(meth, pos, kw, self.grad) if self.on_method else None
+                return result if result is not None else (Value(GRAPH, "self(...)") if self.grad else NOTHING)
+            if self.on_method is not None:
+                result = self.on_method(meth, pos, kw, self.grad)
+                if result is not None:
+                    return result
+            return everything if self.grad else _containers_only(everything)
+        if meth in MODULE_API_LEAVES:
+            return Value(LEAF, f"self.{meth}()")
+        if meth in MODULE_API_MODULES or meth in MODULE_API_NONE:
+            return NOTHING
+        if facts is not None and (meth in facts.functional or meth in facts.plain):
+            return self.computed(NOTHING, everything)
+        if facts is not None and (meth in facts.submodules or self.self_attrs.get(meth, NOTHING).kind == MODULE):
+            return self.module_call(f"self.{meth}(...)", pos, kw)
+        if meth in ("forward", "__call__") and facts is not None and facts.is_module:
+            return Value(GRAPH, "self(...)") if self.grad else NOTHING
+        # Unknown (inherited) attribute: a submodule or a helper method; judge by the args.
+        if facts is not None and facts.is_module and not _METHOD_NAME_RE.match(meth):
+            from .project_view import defines_method
+
+            if not defines_method(self.imports.project, facts.bases, meth):
+                self.feed(*pos, *kw.values())  # named as a noun, and no base defines it: a submodule
+        return self.computed(NOTHING, everything) if everything.kind >= MODULE else NOTHING
+
+    # -- binding ------------------------------------------------------------------

@@ -1,0 +1,168 @@
+"""What names mean to autograd: torch functions, tensor methods and attributes without history,
+the nn.Module API, builtins, and the naming conventions of parameters, submodules and non-tensor
+arguments.  Tables and small predicates only; :mod:`.graph_tensors` and :mod:`.calls` use them.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from .values import ARG, NOTHING, Value
+
+# --- tensor methods and attributes whose result has no autograd history -----------
+NON_DIFF_METHODS = frozenset(
+    """detach detach_ item tolist numpy size dim ndimension numel nelement element_size
+    stride storage_offset data_ptr is_contiguous is_floating_point is_complex is_signed
+    get_device long int short bool byte char argmax argmin argsort eq ne lt le gt ge
+    greater less greater_equal less_equal not_equal equal allclose isclose isnan isinf
+    isfinite isneginf isposinf isreal nonzero nonzero_static any all logical_and
+    logical_or logical_not logical_xor count_nonzero new_zeros new_ones new_empty
+    new_full new_tensor bincount histc register_hook
+    retain_grad backward untyped_storage storage data_ptr tobytes __len__ keys
+    """.split()
+)
+NON_DIFF_ATTRS = frozenset(
+    """data shape dtype device ndim grad requires_grad is_leaf grad_fn is_cuda is_sparse
+    is_quantized is_meta layout names indices output_nr _version itemsize nbytes training
+    """.split()
+)
+# Methods that read a container without computing: they keep what it holds.
+CONTAINER_READS = frozenset("get pop popitem popleft values items copy __getitem__ setdefault".split())
+# Tensor methods whose tensor arguments give only a dtype, device or shape.
+SHAPE_ONLY_ARGS = frozenset("type_as expand_as view_as reshape_as new_empty new_zeros new_ones".split())
+INT_DTYPES = frozenset(
+    """long int64 int int32 int16 short int8 uint8 uint16 uint32 uint64 bool""".split()
+)
+
+# torch.<name> functions that never return a graph tensor.
+NON_DIFF_TORCH = frozenset(
+    """argmax argmin argsort randint randint_like randperm multinomial bucketize
+    searchsorted nonzero isnan isinf isfinite isneginf isposinf eq ne lt le gt ge greater
+    less equal allclose isclose logical_and logical_or logical_not logical_xor
+    count_nonzero zeros ones empty full rand randn arange range linspace logspace eye
+    tensor zeros_like ones_like empty_like full_like rand_like randn_like is_tensor
+    is_grad_enabled numel bincount histc tril_indices
+    triu_indices get_default_dtype manual_seed no_grad inference_mode enable_grad
+    set_grad_enabled device Size Generator finfo iinfo from_numpy empty_strided
+    is_floating_point is_complex result_type promote_types can_cast get_rng_state
+    is_inference_mode_enabled""".split()
+)
+NON_DIFF_QUALNAMES = frozenset(
+    {
+        "torch.nn.functional.one_hot",
+        "torch.autograd.grad",
+    }
+)
+# torch namespaces whose calls never return a graph tensor (devices, hooks, profilers ...).
+NON_COMPUTING_NAMESPACES = (
+    "torch.cuda.", "torch.distributed.", "torch.backends.", "torch.jit.", "torch.autograd.graph.",
+    "torch.autograd.profiler.", "torch.profiler.", "torch.utils.hooks.", "torch.utils.data.",
+    "torch.testing.", "torch.fx.", "torch.onnx.", "torch.compiler.", "torch._dynamo.", "torch.overrides.",
+)
+PARAMETER_CTORS = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+BUFFER_CTORS = frozenset({"torch.nn.parameter.Buffer", "torch.nn.Buffer"})
+PARAMETER_NAMES = frozenset({"Parameter"})
+
+# Builtins whose result carries no autograd history.
+NON_DIFF_BUILTINS = frozenset(
+    """len int float bool str repr isinstance issubclass hasattr callable id hash type
+    print range format ord chr bin hex oct any all vars dir locals globals open
+    super""".split()
+)
+# Builtins that pass on (or compute from) what they are given.
+PASSING_BUILTINS = frozenset(
+    "list tuple dict set frozenset sorted reversed enumerate zip iter next sum max min abs round map filter pow divmod".split()
+)
+
+# nn.Module API reached through a module value.
+MODULE_API_LEAVES = frozenset("parameters named_parameters get_parameter".split())
+MODULE_API_MODULES = frozenset(
+    """children named_children modules named_modules get_submodule to cuda cpu eval train
+    float half double bfloat16 requires_grad_ apply type share_memory to_empty""".split()
+)
+MODULE_API_NONE = frozenset(
+    """state_dict buffers named_buffers get_buffer register_buffer register_parameter
+    register_module add_module register_forward_hook register_forward_pre_hook
+    register_full_backward_hook register_backward_hook register_full_backward_pre_hook
+    zero_grad extra_repr load_state_dict""".split()
+)
+
+_PARAM_NAME_RE = re.compile(
+    r"^(weight|bias)(_(ih|hh|hr|orig|g|v|raw)\w*)?$|_(weight|bias)$|^in_proj_(weight|bias)$"
+)
+
+
+# Names of methods rather than submodules: verbs and accessors.
+_METHOD_NAME_RE = re.compile(
+    r"_?(get|set|init|prepare|compute|calc|make|build|create|reset|load|save|update|register|"
+    r"num|is|has|to|from|extra|apply|zero|clear|enable|disable|freeze|unfreeze|tie|resize|"
+    r"prune|fuse|convert|export|generate|sample|step|log|print|check|validate|setup|"
+    r"flatten|named|state|parameters|buffers|modules|children)(_|$)"
+)
+
+
+def looks_like_parameter(name: str) -> bool:
+    return bool(_PARAM_NAME_RE.search(name))
+
+
+_MODEL_NAME_RE = re.compile(
+    r"^(model|net|network|module|mod|encoder|decoder|backbone|layer|block|head|classifier|"
+    r"generator|discriminator|student|teacher|policy|critic|actor|submodule|child|m)s?(_|\d|$)|"
+    r"_(model|net|module|encoder|decoder|backbone|layer|block|head)s?$",
+    re.IGNORECASE,
+)
+
+
+_NOT_MODEL_SUFFIX_RE = re.compile(
+    r"(cls|class|classes|fn|func|factory|type|types|builder|name|names|kwargs|args|cfg|config|path|dir|"
+    r"file|id|ids|idx|list|dict|map|info|kw|str|key|keys|output|outputs|input|inputs|state|states|dim|size)$",
+    re.IGNORECASE,
+)
+
+
+def looks_like_module_name(name: str) -> bool:
+    if name.startswith(("num_", "n_", "use_", "is_", "has_", "max_", "min_")):
+        return False
+    return bool(_MODEL_NAME_RE.search(name)) and not _NOT_MODEL_SUFFIX_RE.search(name)
+
+
+# Forward arguments that are not differentiable tensors by convention.
+_NON_TENSOR_ARG_RE = re.compile(
+    r"(^|_)(mask|masks|ids|idx|index|indices|labels?|targets?|lengths?|lens?|len|shape|size|"
+    r"sizes|step|steps|epoch|training|mode|kwargs|config|cfg|dim|axis|num|n|grid|thw|ts|"
+    r"positions?|pos|cache|caches|past|seqlens?|token_type|bits|min|max|eps|"
+    r"timesteps?|count|counts|width|height|offset|offsets)($|_)|"
+    r"^(return|output|use|is|has|do|need|with|train)_"
+)
+
+_NON_TENSOR_ANNOTATIONS = frozenset("int float bool str bytes dict type".split())
+# Annotations naming tensors that cannot require grad, or no tensor at all.
+_NON_DIFF_TENSOR_TYPES = frozenset("BoolTensor LongTensor IntTensor ByteTensor ShortTensor CharTensor device dtype Size".split())
+
+
+def argument_value(arg: ast.arg, default: ast.AST | None) -> Value:
+    """What a ``forward`` argument may hold, judged from its name, annotation and default."""
+    if _NON_TENSOR_ARG_RE.search(arg.arg):
+        return NOTHING
+    ann = arg.annotation
+    if ann is not None:
+        text = ast.unparse(ann) if not isinstance(ann, ast.Name) else ann.id
+        words = set(re.findall(r"[A-Za-z_]+", text))
+        if words & _NON_DIFF_TENSOR_TYPES and not words & {"Tensor", "FloatTensor", "Module"}:
+            return NOTHING  # mask: torch.BoolTensor, ids: LongTensor, device: torch.device
+        if words and words <= (_NON_TENSOR_ANNOTATIONS | {"Optional", "None", "Union", "typing", "List", "list", "Tuple", "tuple", "Sequence", "Dict"}) and "Tensor" not in text:
+            return NOTHING
+    if isinstance(default, ast.Constant) and default.value is not None:
+        return NOTHING
+    if isinstance(default, (ast.Tuple, ast.List, ast.Dict, ast.Lambda)):
+        return NOTHING
+    return Value(ARG, f"argument '{arg.arg}'")
+
+
+def int_dtype(node: ast.AST) -> bool:
+    if isinstance(node, ast.Attribute):
+        return node.attr in INT_DTYPES
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value.split(".")[-1] in INT_DTYPES or "Long" in node.value or "Int" in node.value
+    return False

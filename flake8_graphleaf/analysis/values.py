@@ -1,0 +1,100 @@
+"""The value lattice of the analysis: what an expression may hold, for autograd.
+
+========  ==================================================================
+NONE      no autograd history: constants, shapes, ``.detach()``, integer and
+          boolean results, fresh factories, anything computed under no_grad
+MODULE    a module (calling it gives a graph tensor), or something fetched with
+          ``getattr(module, name)`` that may be a module or a parameter
+LEAF      a parameter: requires grad but is a leaf (storing it is fine,
+          computing with it is not)
+ARG       a ``forward`` argument or a value passed in: may be a graph tensor
+GRAPH     computed, with grad on, from any of the above: carries a grad_fn
+========  ==================================================================
+
+Kinds are ordered; a container or a join of paths takes the largest kind.  Pure data and small
+helpers on it; the semantics that produce values live in :mod:`.graph_tensors` and :mod:`.calls`.
+"""
+
+from __future__ import annotations
+
+import ast
+
+NONE, MODULE, LEAF, ARG, GRAPH = range(5)
+
+KIND_NAMES = {NONE: "none", MODULE: "module", LEAF: "leaf", ARG: "arg", GRAPH: "graph"}
+
+
+class Value:
+    """``items``: for a tuple of known length (``return out, acc``), the value of each element,
+    so that ``loss, acc = self.step(x)`` binds each name to what it really holds."""
+
+    __slots__ = ("kind", "origin", "items")
+
+    def __init__(self, kind: int, origin: str = "", items: "tuple[Value, ...] | None" = None):
+        self.kind = kind
+        self.origin = origin
+        self.items = items
+
+    def __repr__(self) -> str:  # pragma: no cover - debugging aid
+        return f"Value({KIND_NAMES[self.kind]}, {self.origin!r})"
+
+    @property
+    def is_graph(self) -> bool:
+        return self.kind == GRAPH
+
+    @property
+    def may_be_graph(self) -> bool:
+        return self.kind >= ARG
+
+    @property
+    def tensorish(self) -> bool:
+        """Computing with this value, with grad on, gives a graph tensor."""
+        return self.kind >= MODULE
+
+
+NOTHING = Value(NONE)
+
+
+def join(*values: Value) -> Value:
+    best = NOTHING
+    for v in values:
+        if v.kind > best.kind:
+            best = v
+    if best.items is not None:
+        return Value(best.kind, best.origin)  # a join of paths forgets the tuple's shape
+    return best
+
+
+def join_tuples(a: Value, b: Value) -> Value:
+    """The join of two paths' results that keeps a tuple's shape when both have the same one."""
+    if a.items is not None and b.items is not None and len(a.items) == len(b.items):
+        items = tuple(join_tuples(x, y) for x, y in zip(a.items, b.items))
+        whole = join(*items)
+        return Value(whole.kind, whole.origin, items)
+    return join(a, b)
+
+
+def short(node: ast.AST) -> str:
+    """A short source-like description of an expression, for messages."""
+    if isinstance(node, ast.Call):
+        return f"{short(node.func)}(...)"
+    if isinstance(node, ast.Attribute):
+        return f"{short(node.value)}.{node.attr}"
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Subscript):
+        return f"{short(node.value)}[...]"
+    text = ast.unparse(node)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _containers_only(value: Value) -> Value:
+    """Under no_grad nothing new gets a grad_fn, but passing a graph tensor along keeps it."""
+    return value if value.kind == GRAPH else NOTHING
+
+
+def _is_true(node: ast.Call, keyword: str) -> bool:
+    for k in node.keywords:
+        if k.arg == keyword:
+            return not (isinstance(k.value, ast.Constant) and not k.value.value)
+    return False
