@@ -133,3 +133,11 @@ def test_positives_raise_and_negatives_do_not(shop):
 
     out = pkg.decode.decode(layers.Block(8), x)
     assert not has_grad_fn(out)
+
+    cleared = layers.ClearedCache(8)
+    cleared(x).backward()
+    assert cleared.cache is None and cleared.feats == [] and not raises_on_deepcopy(cleared)
+
+    kept = layers.KeptCache(8)
+    kept(x).backward()
+    assert raises_on_deepcopy(kept)

@@ -356,27 +356,67 @@ def _merge(dicts: list[dict]) -> dict:
     return out
 
 
-def overwritten_later(func: ast.AST, target: ast.AST, text: str, reported: set[tuple[int, int]]) -> bool:
-    """Is the store at ``target`` replaced, in the same block and on every path, by a later
-    plain assignment to the same attribute that is not itself reported?  Then the first
-    value never outlives the method (``self.w = w * s; self.w = self.w.detach()``)."""
+def overwritten_later(
+    func: ast.AST, target: ast.AST, text: str, reported: set[tuple[int, int]], resetters: dict | None = None
+) -> bool:
+    """Is the store at ``target`` replaced or cleared, on every path, before it can outlive the
+    method?  In the same block, a later plain assignment to the same attribute that is not itself
+    reported (``self.w = w * s; self.w = self.w.detach()``), ``del self.w``, ``self.w.clear()``, or
+    a call of a method that does one of these (``self._clear_cache()``; ``resetters``: method name
+    -> the attributes it resets); or the same in the ``finally`` of a ``try`` around the store."""
+    resetters = resetters or {}
     blocks = [func.body] + [
         getattr(s, name) for s in statements(func) for name in ("body", "orelse", "finalbody")
         if isinstance(getattr(s, name, None), list)
     ]
+    attr = text.split(".", 1)[1] if "." in text else text
     for block in blocks:
         for i, stmt in enumerate(block):
             if not (stmt.lineno <= target.lineno <= stmt.end_lineno):
                 continue
             if not any(n is target for n in ast.walk(stmt)):
                 continue
+            if isinstance(stmt, ast.Try) and any(_resets(s, text, attr, reported, resetters) for s in stmt.finalbody):
+                return True
             for later in block[i + 1:]:
-                if isinstance(later, (ast.Assign, ast.AnnAssign)):
-                    targets = later.targets if isinstance(later, ast.Assign) else [later.target]
-                    for t in targets:
-                        if short(t) == text and (t.lineno, t.col_offset) not in reported:
-                            return True
+                if _resets(later, text, attr, reported, resetters):
+                    return True
                 if isinstance(later, (ast.Return, ast.Raise)):
                     return False
             return False
     return False
+
+
+def _resets(stmt: ast.stmt, text: str, attr: str, reported, resetters: dict) -> bool:
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        return any(short(t) == text and (t.lineno, t.col_offset) not in reported for t in targets)
+    if isinstance(stmt, ast.Delete):
+        return any(short(t) == text for t in stmt.targets)
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Attribute):
+        f = stmt.value.func
+        if f.attr == "clear" and short(f.value) == text:
+            return True
+        if isinstance(f.value, ast.Name) and text.startswith(f.value.id + ".") and attr in resetters.get(f.attr, ()):
+            return True  # self._clear_cache(): a method that resets the attribute
+    return False
+
+
+def resets_of(method: ast.AST) -> set[str]:
+    """The attributes of ``self`` that a method resets unconditionally (``self.x = None``,
+    ``del self.x``, ``self.x.clear()`` in its top-level statements)."""
+    params = method.args.posonlyargs + method.args.args
+    if not params:
+        return set()
+    me = params[0].arg
+    out: set[str] = set()
+    for stmt in method.body:
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant) and stmt.value.value is None:
+            out |= {t.attr for t in stmt.targets if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == me}
+        elif isinstance(stmt, ast.Delete):
+            out |= {t.attr for t in stmt.targets if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == me}
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Attribute):
+            f = stmt.value.func
+            if f.attr == "clear" and isinstance(f.value, ast.Attribute) and isinstance(f.value.value, ast.Name) and f.value.value.id == me:
+                out.add(f.value.attr)
+    return out

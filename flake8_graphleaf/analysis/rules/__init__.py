@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 
 from ..findings import Finding
-from ..flow import overwritten_later
+from ..flow import overwritten_later, resets_of
 
 
 def finding(code: str, node: ast.AST, message: str, **extra) -> Finding:
@@ -23,17 +23,25 @@ def finding(code: str, node: ast.AST, message: str, **extra) -> Finding:
 
 
 def drop_overwritten(findings: list[Finding], runner) -> list[Finding]:
-    """Drop store findings whose value a later plain assignment replaces (see flow.overwritten_later)."""
+    """Drop store findings whose value is replaced or cleared before it can outlive the method
+    (see flow.overwritten_later: a later assignment, ``del``, ``.clear()``, a reset helper, a
+    ``finally``)."""
 
     reported = {(f.line, f.col) for f in findings}
+    methods = runner.info.facts.methods
+    resetters = None
     kept = []
     for f in findings:
-        func = runner.info.facts.methods.get(f.data.get("method", ""))
+        func = methods.get(f.data.get("method", ""))
         target = f.data.pop("node", None)
-        if func is not None and target is not None and f.data.get("kind") == "attr" and overwritten_later(
-            func, target, f.attribute or "", reported
-        ):
-            continue
+        if func is not None and target is not None and f.data.get("kind") in ("attr", "container"):
+            if resetters is None:
+                resetters = {name: resets_of(m) for name, m in methods.items()}
+            text = f.attribute or ""
+            if f.data.get("kind") == "container":
+                text = text.split("[", 1)[0]
+            if overwritten_later(func, target, text, reported, resetters):
+                continue
         kept.append(f)
     return kept
 
