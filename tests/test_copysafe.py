@@ -12,7 +12,7 @@ import textwrap
 import pytest
 
 from flake8_graphleaf.fix.fixer import fix_source
-from flake8_graphleaf.fix.readers import SimpleIndex
+from flake8_graphleaf.project.index import ProjectIndex
 
 SRC = textwrap.dedent('''
     import torch
@@ -177,9 +177,9 @@ def test_generated_getstate_on_python_310(tmp_path):
     assert r.stdout.strip() == "ok", r.stderr
 
 
-def test_simple_index_sees_other_files(tmp_path):
+def test_project_index_sees_readers_in_other_files(tmp_path):
     (tmp_path / "a.py").write_text("print(probe.last.shape)\nx = getattr(m, 'aux')\ny = getattr(m, name)\n")
-    index = SimpleIndex.build([str(tmp_path)])
+    index = ProjectIndex.build([str(tmp_path)])
     assert [r.how for r in index.attribute_reads("last")] == ["attr"]
     assert [r.how for r in index.attribute_reads("aux")] == ["getattr"]
     assert index.dynamic_access() == [(str(tmp_path / "a.py"), 3)]

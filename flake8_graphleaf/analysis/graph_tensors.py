@@ -3,20 +3,8 @@
 A value *may carry a grad_fn* when it is computed, with grad mode on, from a
 submodule call, from a parameter, from a ``forward`` argument, or from torch
 operations on any of those.  Every rule asks :class:`Evaluator` about an
-expression and gets back a :class:`Value`:
-
-========  ==================================================================
-NONE      no autograd history: constants, shapes, ``.detach()``, integer and
-          boolean results, fresh factories, anything computed under no_grad
-MODULE    a module (calling it gives a graph tensor), or something fetched with
-          ``getattr(module, name)`` that may be a module or a parameter
-LEAF      a parameter: requires grad but is a leaf (storing it is fine,
-          computing with it is not)
-ARG       a ``forward`` argument or a value passed in: may be a graph tensor
-GRAPH     computed, with grad on, from any of the above: carries a grad_fn
-========  ==================================================================
-
-Kinds are ordered; a container or a join of paths takes the largest kind.
+expression and gets back a :class:`~.values.Value` of the lattice in :mod:`.values`
+(NONE < MODULE < LEAF < ARG < GRAPH).
 
 The pieces: :mod:`.values` (the lattice), :mod:`.torch_names` (what torch, tensor and module
 names mean), :mod:`.calls` (the semantics of calls, a mixin of :class:`Evaluator`), and this

@@ -100,6 +100,21 @@ def resolve(project: ProjectView | None, qualname: str | None, depth: int = 0) -
     return result
 
 
+def base_qualnames(found: Definition, keep_unknown: bool = False) -> list:
+    """The qualified names of a class's bases (None for one that cannot be named, if kept)."""
+    imports = found.module.imports
+    out = []
+    for base in found.node.bases:
+        if isinstance(base, ast.Subscript):
+            base = base.value
+        q = imports.qualname(base)
+        if q is None and isinstance(base, ast.Name) and base.id in found.module.defs:
+            q = f"{found.module.name}.{base.id}"
+        if q or keep_unknown:
+            out.append(q)
+    return out
+
+
 def class_kind(project: ProjectView | None, qualname: str | None, depth: int = 0) -> str | None:
     """MODULE_CLASS, FOREIGN_FRAMEWORK, OTHER_CLASS, or None when it cannot be known."""
     if not qualname:
@@ -121,13 +136,7 @@ def class_kind(project: ProjectView | None, qualname: str | None, depth: int = 0
     result = None
     if found is not None and isinstance(found.node, ast.ClassDef):
         result = OTHER_CLASS
-        imports = found.module.imports
-        for base in found.node.bases:
-            if isinstance(base, ast.Subscript):
-                base = base.value
-            bq = imports.qualname(base)
-            if bq is None and isinstance(base, ast.Name) and base.id in found.module.defs:
-                bq = f"{found.module.name}.{base.id}"
+        for bq in base_qualnames(found, keep_unknown=True):
             kind = class_kind(project, bq, depth + 1) if bq else None
             if kind in (MODULE_CLASS, FOREIGN_FRAMEWORK):
                 result = kind
@@ -159,17 +168,7 @@ def defines_method(project: ProjectView | None, base_quals: list[str], name: str
             if name in body_names:
                 hit = True
             else:
-                imports = found.module.imports
-                quals = []
-                for b in found.node.bases:
-                    if isinstance(b, ast.Subscript):
-                        b = b.value
-                    q = imports.qualname(b)
-                    if q is None and isinstance(b, ast.Name) and b.id in found.module.defs:
-                        q = f"{found.module.name}.{b.id}"
-                    if q:
-                        quals.append(q)
-                hit = defines_method(project, quals, name, depth + 1)
+                hit = defines_method(project, base_qualnames(found), name, depth + 1)
         project.memo[key] = hit
         if hit:
             return True

@@ -126,6 +126,10 @@ class _Summary:
                 self.read(node.value, node, cls, fn, "string")
         elif isinstance(node, ast.Call):
             self.call(node, cls, fn, grad, bound)
+            if _is_getattr(node):  # its name constant is a read already, not a string too
+                for child in [node.func, node.args[0], *node.args[2:], *node.keywords]:
+                    self.visit(child, cls, fn, grad, bound)
+                return
         for child in ast.iter_child_nodes(node):
             self.visit(child, cls, fn, grad, bound)
 
@@ -186,6 +190,13 @@ class _Summary:
 
 _CONTAINERS = frozenset({"torch.nn.ModuleList", "torch.nn.Sequential", "torch.nn.ModuleDict",
                          "torch.nn.modules.container.ModuleList", "torch.nn.modules.container.Sequential"})
+
+
+def _is_getattr(node: ast.Call) -> bool:
+    f = node.func
+    return isinstance(f, ast.Name) and f.id in ("getattr", "hasattr") and len(node.args) >= 2 and (
+        isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
+    )
 
 
 def _is_self_attr(target: ast.AST) -> bool:
