@@ -1,8 +1,12 @@
-"""Run the analysis over every .py file under a tree (an installed package: torch,
-timm, transformers ...) and list every finding, for the precision review in
-docs/precision.md.  Counts per code and crashes go to stdout.
+"""Run the analysis, as `graphleaf check` runs it (each file in the whole-program view of its
+package), over every .py file of unpacked packages, and list every finding for the precision
+review in docs/precision.md.  Counts per code and crashes go to stderr.
 
-    python bench/scan_real_code.py "$(python -c 'import os, torch; print(os.path.dirname(torch.__file__))')" findings.txt
+    python bench/scan_real_code.py SRC_ROOT findings.txt [PACKAGE ...]
+
+SRC_ROOT holds one folder per package (the import folder unpacked from a pip-downloaded wheel);
+each finding is written as ``PACKAGE/relpath:line:col: CODE message``, the key the verdict files
+in docs/precision-verdicts/ use.  ``--argument-stores`` also lists GLF010.
 """
 
 from __future__ import annotations
@@ -13,43 +17,51 @@ import sys
 import time
 import traceback
 
-from flake8_graphleaf.analysis import analyze_source
+from flake8_graphleaf.analysis import Options, analyze_source
+from flake8_graphleaf.project.resolver import FileResolver
 
 
-def main(root: str, out_path: str) -> int:
+def main(root: str, out_path: str, packages: list[str], argument_stores: bool = False) -> int:
+    packages = packages or sorted(os.listdir(root))
     counts: collections.Counter[str] = collections.Counter()
     crashes = files = unparsable = 0
+    resolver = FileResolver([root], use_sys_path=False)
     t0 = time.process_time()
     with open(out_path, "w") as out:
-        for dirpath, dirnames, filenames in os.walk(root):
-            dirnames.sort()
-            for name in sorted(filenames):
-                if not name.endswith(".py"):
-                    continue
-                path = os.path.join(dirpath, name)
-                files += 1
-                try:
-                    with open(path, encoding="utf-8") as fh:
-                        source = fh.read()
-                    findings = analyze_source(source, path)
-                except (SyntaxError, UnicodeDecodeError, ValueError):
-                    unparsable += 1
-                    continue
-                except Exception:  # noqa: BLE001 - a crash is what this script looks for
-                    crashes += 1
-                    out.write(f"CRASH {path}\n{traceback.format_exc()}\n")
-                    continue
-                for f in findings:
-                    counts[f.code] += 1
-                    out.write(f"{path}:{f.line}:{f.col + 1}: {f.code} {f.message}\n")
+        for package in packages:
+            for dirpath, dirnames, filenames in os.walk(os.path.join(root, package)):
+                dirnames.sort()
+                for name in sorted(filenames):
+                    if not name.endswith(".py"):
+                        continue
+                    path = os.path.join(dirpath, name)
+                    rel = os.path.relpath(path, root)
+                    files += 1
+                    try:
+                        with open(path, encoding="utf-8") as fh:
+                            source = fh.read()
+                        options = Options(argument_stores=argument_stores, **resolver.options_for(path))
+                        findings = analyze_source(source, path, options)
+                    except (SyntaxError, UnicodeDecodeError, ValueError):
+                        unparsable += 1
+                        continue
+                    except Exception:  # noqa: BLE001 - a crash is what this script looks for
+                        crashes += 1
+                        out.write(f"CRASH {rel}\n{traceback.format_exc()}\n")
+                        continue
+                    for f in findings:
+                        counts[f.code] += 1
+                        out.write(f"{rel}:{f.line}:{f.col + 1}: {f.code} {f.message}\n")
     print(
-        f"{os.path.basename(root.rstrip('/'))}: {files} files, {unparsable} unparsable, {crashes} crashes, "
-        f"{dict(sorted(counts.items()))}, {time.process_time() - t0:.1f}s CPU"
+        f"{root}: {files} files, {unparsable} unparsable, {crashes} crashes, "
+        f"{dict(sorted(counts.items()))}, {time.process_time() - t0:.1f}s CPU",
+        file=sys.stderr,
     )
     return 1 if crashes else 0
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
+    args = [a for a in sys.argv[1:] if a != "--argument-stores"]
+    if len(args) < 2:
         sys.exit(__doc__)
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    sys.exit(main(args[0], args[1], args[2:], "--argument-stores" in sys.argv))

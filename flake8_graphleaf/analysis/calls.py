@@ -27,6 +27,7 @@ from .torch_names import (
     looks_like_parameter,
 )
 from .values import ARG, GRAPH, LEAF, MODULE, NOTHING, Value, _containers_only, _is_true, join, short
+from .torch_names import is_torch_name
 
 
 class CallSemantics:
@@ -57,7 +58,7 @@ class CallSemantics:
         qual = self.imports.qualname(func)
         if qual is not None and self.on_call is not None:
             self.on_call(node, qual, pos, kw, self.grad)
-        if qual is not None and (qual.startswith("torch") or qual.startswith("copy.")):
+        if qual is not None and (is_torch_name(qual) or qual.startswith("copy.")):
             return self._torch_call(node, qual, pos, kw, everything)
         if isinstance(func, ast.Name) and func.id not in self.env:
             known = self._project_call(node, func, qual, pos, kw)
@@ -126,11 +127,13 @@ class CallSemantics:
                 result = Value(GRAPH, result.origin) if self.grad else _containers_only(result)
             return result
 
-        if effect.items is not None:
-            items = tuple(passed_by(names) for names in effect.items)
+        # under no_grad only what the function passes on unchanged keeps its history
+        parts = effect.items if self.grad else effect.kept_items
+        if parts is not None:
+            items = tuple(passed_by(names) for names in parts)
             whole = join(*items)
             return Value(whole.kind, whole.origin, items)
-        return passed_by(effect.passes)
+        return passed_by(effect.passes if self.grad else effect.kept)
 
     def _torch_call(self, node, qual, pos, kw, everything) -> Value:
         name = qual.rsplit(".", 1)[-1]

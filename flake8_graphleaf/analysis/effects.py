@@ -29,6 +29,10 @@ class Effect:
     passes: tuple[str, ...] = ()
     # for a function returning a tuple of known length: the parameters each element passes on
     items: tuple[tuple[str, ...], ...] | None = None
+    # the parameters (and, per tuple element, ``kept_items``) passed on *unchanged*: what still
+    # carries its history when the call runs under no_grad (a list of them, the tensor itself)
+    kept: tuple[str, ...] = ()
+    kept_items: tuple[tuple[str, ...], ...] | None = None
     params: tuple[str, ...] = ()  # positional parameter names, in order
     keyword_only: tuple[str, ...] = ()
 
@@ -65,12 +69,13 @@ def _judge_function(definition: Definition, depth: int) -> Effect | None:
     imports = definition.module.imports
     grad = function_grad_mode(func, imports)
 
-    def run(live: str | None) -> Value:
+    def run(live: str | None, with_grad: bool = True) -> Value:
         ev = Evaluator(imports, None, None, set())
         ev.depth = depth + 1
-        ev.grad = grad
+        ev.grad = grad and with_grad
         for n in names:
-            ev.env[n] = Value(ARG, f"#{n}") if n == live else NOTHING
+            # under no_grad, a graph tensor that comes out again was passed on unchanged
+            ev.env[n] = (Value(ARG if with_grad else GRAPH, f"#{n}") if n == live else NOTHING)
         return Walker(ev, lambda store: None).run(func.body)
 
     if not grad:
@@ -80,18 +85,25 @@ def _judge_function(definition: Definition, depth: int) -> Effect | None:
         return Effect(graph=True, params=tuple(positional), keyword_only=tuple(keyword_only))
     if base.kind == LEAF:
         return Effect(leaf=True, params=tuple(positional), keyword_only=tuple(keyword_only))
-    passes = []
+    passes, kept = _per_parameter(names, base, run, ARG)
+    kept_names, kept_items = _per_parameter(names, base, lambda n: run(n, with_grad=False), GRAPH)
+    return Effect(passes=tuple(passes[0]), params=tuple(positional), keyword_only=tuple(keyword_only),
+                  items=kept, kept=tuple(kept_names[0]), kept_items=kept_items)
+
+
+def _per_parameter(names, base: Value, run, kind: int):
+    """([params whose history reaches the result], per tuple element the same, or None)."""
+    whole: list[str] = []
     items: list[list[str]] | None = [[] for _ in base.items] if base.items is not None else None
     for n in names:
         v = run(n)
-        if v.kind >= ARG:
-            passes.append(n)
+        if v.kind >= kind:
+            whole.append(n)
         if items is not None:
             if v.items is None or len(v.items) != len(items):
                 items = None
             else:
                 for i, item in enumerate(v.items):
-                    if item.kind >= ARG:
+                    if item.kind >= kind:
                         items[i].append(n)
-    return Effect(passes=tuple(passes), params=tuple(positional), keyword_only=tuple(keyword_only),
-                  items=tuple(tuple(i) for i in items) if items is not None else None)
+    return (whole,), (tuple(tuple(i) for i in items) if items is not None else None)

@@ -10,6 +10,7 @@ from typing import Callable
 
 from .graph_tensors import GRAPH, MODULE, NOTHING, Evaluator, Value, join, join_tuples, short
 from .stmtwalk import statements
+from .torch_names import is_torch_name
 
 CONTAINER_MUTATORS = frozenset(
     "append extend insert update setdefault add appendleft extendleft __setitem__".split()
@@ -47,7 +48,7 @@ def grad_mode_of(call: ast.AST, imports, current: bool) -> bool:
     func = call.func if isinstance(call, ast.Call) else call
     qual = imports.qualname(func) or ""
     name = qual.rsplit(".", 1)[-1]
-    if not qual.startswith("torch"):
+    if not is_torch_name(qual):
         return current
     args = call.args if isinstance(call, ast.Call) else []
     first = args[0] if args else None
@@ -311,6 +312,8 @@ class Walker:
                 return  # a method of the object itself (self.update(...)), or of a plain name
             if meth in ("update", "add") and ev.eval(recv).kind == MODULE:
                 return  # self.metric.update(preds, target): a submodule's method, not dict.update
+            if meth == "update" and not _mapping_arguments(call, ev):
+                return  # dict.update takes a mapping or keywords; self.metric.update(*args) is a method
             self._emit("container", recv, added, call, method=meth)
             return
         if is_inplace_method(meth):
@@ -339,6 +342,22 @@ class Walker:
         self.on_store(
             Store(kind, root[0], self.ev.eval(_root_node(target)), root[1], short(target), value, where, self.ev.grad, method)
         )
+
+
+def _mapping_arguments(call: ast.Call, ev) -> bool:
+    """Could ``x.update(...)`` be ``dict.update``: keywords, or a mapping / pairs argument?"""
+    if len(call.args) > 1 or any(isinstance(a, ast.Starred) for a in call.args):
+        return False  # dict.update takes at most one positional argument
+    if call.keywords:
+        return True
+    for a in call.args:
+        if isinstance(a, (ast.Dict, ast.DictComp)):
+            return True
+        if isinstance(a, ast.Call) and isinstance(a.func, ast.Name) and a.func.id in ("dict", "zip"):
+            return True
+        if isinstance(a, ast.Name) and a.id in ev.containers:
+            return True
+    return False
 
 
 def _root_node(node: ast.AST) -> ast.AST:

@@ -8,6 +8,7 @@ from .graph_tensors import ClassFacts, looks_like_module_name
 from .imports import ImportMap
 from .project_view import FOREIGN_FRAMEWORK, MODULE_CLASS, NON_TORCH_FRAMEWORKS, OTHER_CLASS, class_kind
 from .stmtwalk import statements
+from .torch_names import is_torch_name
 
 # Bases of other libraries that are nn.Module subclasses (matched on the last name).
 DEFAULT_MODULE_BASES = frozenset(
@@ -242,7 +243,7 @@ def _classify(f: ClassFacts, attr: str, value: ast.AST, imports: ImportMap, modu
             f.submodules.add(attr)
             f.submodule_classes.setdefault(attr, (func.id, line))
             return
-        if qual and imports.project is not None and not qual.startswith("torch"):
+        if qual and imports.project is not None and not is_torch_name(qual):
             kind = class_kind(imports.project, qual)
             if kind == MODULE_CLASS:
                 f.submodules.add(attr)
@@ -261,7 +262,7 @@ def _classify(f: ClassFacts, attr: str, value: ast.AST, imports: ImportMap, modu
                 qual = inner if inner.startswith("torch.nn.") else qual
             f.submodule_ctors.setdefault(attr, qual)
             return
-        if qual.startswith("torch") or last == "partial" or qual.split(".")[0] in _STDLIB or last in _STDLIB_CLASSES:
+        if is_torch_name(qual) or last == "partial" or qual.split(".")[0] in _STDLIB or last in _STDLIB_CLASSES:
             f.plain.add(attr)
             return
         if last[:1].isupper() or (isinstance(func, ast.Name) and func.id in init_args) or last.startswith(
@@ -278,7 +279,7 @@ def _classify(f: ClassFacts, attr: str, value: ast.AST, imports: ImportMap, modu
         return
     if isinstance(value, (ast.Attribute, ast.Name)):
         qual = imports.qualname(value) or ""
-        if qual.startswith("torch"):
+        if is_torch_name(qual):
             f.functional.add(attr)
             return
         if isinstance(value, ast.Name) and value.id in init_args and looks_like_module_name(value.id):

@@ -26,6 +26,7 @@ import ast
 
 from .flow import function_grad_mode, grad_mode_of
 from .imports import ImportMap
+from .torch_names import is_torch_name
 
 VERSION = 3
 
@@ -175,7 +176,7 @@ class _Summary:
             made = self.made_by(arg.func)
             self.layers.update(made)
             q = None if made else self.imports.qualname(arg.func)
-            if q and not q.startswith("torch"):
+            if q and not is_torch_name(q):
                 self.layer_calls.add(q)  # layers.append(att_for(args)): a factory of another file
         elif isinstance(arg, ast.Name) and arg.id in bound:
             self.layers.update(bound[arg.id])

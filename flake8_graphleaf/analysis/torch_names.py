@@ -166,3 +166,8 @@ def int_dtype(node: ast.AST) -> bool:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value.split(".")[-1] in INT_DTYPES or "Long" in node.value or "Int" in node.value
     return False
+
+
+def is_torch_name(qualname: str) -> bool:
+    """``torch`` or ``torch.<...>``, not ``torch_geometric`` nor ``torchmetrics``."""
+    return qualname == "torch" or qualname.startswith("torch.")
