@@ -163,7 +163,6 @@ def _fake_fixer(replace_old, replace_new, applicability, code, line, cls, attr):
 def test_a_wrong_safe_fix_fails(tmp_path, monkeypatch):
     """A fixer that detaches the loss and calls it SAFE must be caught."""
     pytest.importorskip("torch")
-    from flake8_graphleaf.cli import verify
     from flake8_graphleaf.runtime.verify import pipeline
 
     monkeypatch.setattr(pipeline, "_fix_source", _fake_fixer(
@@ -179,7 +178,6 @@ def test_a_wrong_safe_fix_fails(tmp_path, monkeypatch):
 
 def test_a_fix_that_changes_outputs_fails(tmp_path, monkeypatch):
     pytest.importorskip("torch")
-    from flake8_graphleaf.cli import verify
     from flake8_graphleaf.runtime.verify import pipeline
 
     monkeypatch.setattr(pipeline, "_fix_source", _fake_fixer(
@@ -193,7 +191,6 @@ def test_a_fix_that_changes_outputs_fails(tmp_path, monkeypatch):
 
 def test_a_fix_that_does_not_fix_fails(tmp_path, monkeypatch):
     pytest.importorskip("torch")
-    from flake8_graphleaf.cli import verify
     from flake8_graphleaf.runtime.verify import pipeline
 
     monkeypatch.setattr(pipeline, "_fix_source", _fake_fixer(
@@ -278,7 +275,6 @@ USER_MODEL = textwrap.dedent('''
 
 def test_user_model_names_the_graph_tensors(tmp_path, capsys):
     pytest.importorskip("torch")
-    from flake8_graphleaf.cli import verify
 
     path = tmp_path / "user_model.py"
     path.write_text(USER_MODEL)
