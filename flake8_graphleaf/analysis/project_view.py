@@ -18,6 +18,7 @@ Everything is memoised on the view, so each definition is judged once per proces
 from __future__ import annotations
 
 import ast
+import sys
 from dataclasses import dataclass, field
 
 MODULE_CLASS, OTHER_CLASS, FOREIGN_FRAMEWORK = "module", "other", "foreign"
@@ -32,6 +33,12 @@ NOT_LOOKED_UP = frozenset(
     builtins copy logging warnings json pathlib contextlib types inspect random time""".split()
 )
 _DEPTH = 6
+# The standard library is never looked into either: its functions are not the program's.
+STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | NOT_LOOKED_UP
+
+
+def looked_up(qualname: str) -> bool:
+    return qualname.split(".")[0] not in STDLIB
 
 
 @dataclass
@@ -79,7 +86,7 @@ class Definition:
 
 def resolve(project: ProjectView | None, qualname: str | None, depth: int = 0) -> Definition | None:
     """The top-level class or function ``qualname`` names, or None."""
-    if project is None or not qualname or depth > _DEPTH or qualname.split(".")[0] in NOT_LOOKED_UP:
+    if project is None or not qualname or depth > _DEPTH or not looked_up(qualname):
         return None
     key = ("resolve", qualname)
     if key in project.memo:

@@ -22,7 +22,7 @@ import warnings
 
 from ..analysis.effects import function_effect
 from ..analysis.imports import ImportMap
-from ..analysis.project_view import NOT_LOOKED_UP, ParsedModule, ProjectView
+from ..analysis.project_view import ParsedModule, ProjectView, looked_up
 from .index import ProjectIndex
 from .names import module_name_for
 
@@ -59,7 +59,7 @@ class FileResolver(ProjectView):
 
     # -- ProjectView ----------------------------------------------------------------
     def parsed(self, module: str) -> ParsedModule | None:
-        if not module or module.split(".")[0] in NOT_LOOKED_UP:
+        if not module or not looked_up(module):
             return None
         path = self._locate(module)
         if path is None:
