@@ -58,6 +58,8 @@ class CallSemantics:
         qual = self.imports.qualname(func)
         if qual is not None and self.on_call is not None:
             self.on_call(node, qual, pos, kw, self.grad)
+        if qual is not None and qual.startswith(STDLIB_NO_HISTORY):
+            return NOTHING
         if qual is not None and (is_torch_name(qual) or qual.startswith("copy.")):
             return self._torch_call(node, qual, pos, kw, everything)
         if isinstance(func, ast.Name) and func.id not in self.env:

@@ -171,3 +171,10 @@ def int_dtype(node: ast.AST) -> bool:
 def is_torch_name(qualname: str) -> bool:
     """``torch`` or ``torch.<...>``, not ``torch_geometric`` nor ``torchmetrics``."""
     return qualname == "torch" or qualname.startswith("torch.")
+
+
+# Standard-library namespaces whose calls never return autograd history (weak references,
+# floats, strings, logging, the OS); ``operator`` and ``functools.reduce`` may compute, so they
+# are not here.
+STDLIB_NO_HISTORY = ("weakref.", "math.", "logging.", "warnings.", "os.", "sys.", "time.", "json.", "re.",
+                     "inspect.", "typing.", "string.", "random.", "datetime.", "pathlib.", "socket.")
