@@ -27,7 +27,7 @@ from .torch_names import (
     looks_like_parameter,
 )
 from .values import ARG, GRAPH, LEAF, MODULE, NOTHING, Value, _containers_only, _is_true, join, short
-from .torch_names import is_torch_name
+from .torch_names import STDLIB_NO_HISTORY, is_torch_name
 
 
 class CallSemantics:
