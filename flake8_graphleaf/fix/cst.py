@@ -24,13 +24,24 @@ def parse(ctx):
         from libcst.metadata import MetadataWrapper, PositionProvider
     except ImportError:  # pragma: no cover - libcst is a dependency
         raise NoFix("libcst is not installed") from None
-    try:
-        wrapper = MetadataWrapper(cst.parse_module(ctx.text.source), unsafe_skip_copy=True)
-        positions = wrapper.resolve(PositionProvider)
-    except Exception as exc:  # noqa: BLE001 - syntax libcst does not know
-        raise NoFix(f"libcst cannot parse this file ({exc.__class__.__name__})") from None
-    ctx._cst = (wrapper.module, positions)
+    source = ctx.text.source
+    hit = _PARSED.get(source)
+    if hit is None:
+        try:
+            wrapper = MetadataWrapper(cst.parse_module(source), unsafe_skip_copy=True)
+            positions = wrapper.resolve(PositionProvider)
+        except Exception as exc:  # noqa: BLE001 - syntax libcst does not know
+            raise NoFix(f"libcst cannot parse this file ({exc.__class__.__name__})") from None
+        hit = (wrapper.module, positions)
+        if len(_PARSED) >= 4:  # the last few texts: every fix of one file reuses one parse
+            _PARSED.pop(next(iter(_PARSED)))
+        _PARSED[source] = hit
+    ctx._cst = hit
     return ctx._cst
+
+
+# libcst parses of the last texts (libcst trees are immutable: sharing them is safe)
+_PARSED: dict[str, tuple] = {}
 
 
 def find(ctx, kind, line: int, col: int | None = None, pred: Callable | None = None):

@@ -20,7 +20,6 @@ from __future__ import annotations
 import ast
 import hashlib
 import os
-import re
 import warnings
 from dataclasses import dataclass
 
@@ -77,7 +76,6 @@ class ProjectIndex:
         self.summaries: dict[str, dict] = {}
         self._files: list[str] | None = None
         self._texts: dict[str, str] = {}
-        self._words: dict[str, set[str]] | None = None
         self._answers: dict = {}
 
     @classmethod
@@ -90,7 +88,6 @@ class ProjectIndex:
             return  # already indexed
         self.paths = [p for p in self.paths if not p.startswith(path.rstrip(os.sep) + os.sep)] + [path]
         self._files = None
-        self._words = None
         self._answers.clear()
 
     # -- files ----------------------------------------------------------------------
@@ -115,15 +112,9 @@ class ProjectIndex:
 
     def mentioning(self, word: str) -> list[str]:
         """Files whose text contains ``word``; for a class name (CamelCase), the files that call
-        it (``Name(``), through a word index built once."""
-        if word[:1].isupper():
-            if self._words is None:
-                self._words = {}
-                for path in self.files():
-                    for w in set(_CAMEL_CALL.findall(self.text(path))):
-                        self._words.setdefault(w, set()).add(path)
-            return sorted(self._words.get(word, ()))
-        return [p for p in self.files() if word in self.text(p)]
+        it (``Name(``).  A substring scan of the texts, read once: cheap beside any parse."""
+        needle = word + "(" if word[:1].isupper() else word
+        return [p for p in self.files() if needle in self.text(p)]
 
     def summary(self, path: str) -> dict | None:
         if path in self.summaries:
@@ -139,9 +130,24 @@ class ProjectIndex:
         self.summaries[path] = summary
         return summary
 
-    def _summaries(self, word: str) -> list[tuple[str, dict]]:
+    def _candidates(self, word: str, qualname: str | None = None) -> list[str]:
+        """The files that mention ``word``; with the class's ``qualname``, only those that can mean
+        that class: its own module's file, or a file that names its module (an import of it) and
+        defines no class of that name itself."""
+        module, _, name = (qualname or "").rpartition(".")
+        last = module.rsplit(".", 1)[-1]
         out = []
         for p in self.mentioning(word):
+            if qualname and module_name_for(p)[0] != module:
+                text = self.text(p)
+                if last not in text or f"class {name}" in text:
+                    continue
+            out.append(p)
+        return out
+
+    def _summaries(self, word: str, qualname: str | None = None) -> list[tuple[str, dict]]:
+        out = []
+        for p in self._candidates(word, qualname):
             s = self.summary(p)
             if s is not None:
                 out.append((p, s))
@@ -173,7 +179,7 @@ class ProjectIndex:
     def _is_layer(self, qualname: str) -> bool:
         name = qualname.rsplit(".", 1)[-1]
         factories = []
-        for _, s in self._summaries(name):
+        for _, s in self._summaries(name, qualname):
             if qualname in s["layers"]:
                 return True
             if s.get("module"):
@@ -185,12 +191,23 @@ class ProjectIndex:
         return False
 
     def made_in(self, qualname: str) -> set[bool]:
-        """The grad modes the project instantiates this class in (empty: never seen made)."""
+        """The grad modes the project instantiates this class in (empty: never seen made).  A file
+        that never mentions no_grad, inference_mode or set_grad_enabled makes it with grad on, as
+        far as this question goes, without being parsed; the answer stops at the first such file."""
         key = ("made", qualname)
         if key not in self._answers:
             modes: set[bool] = set()
-            for _, s in self._summaries(qualname.rsplit(".", 1)[-1]):
-                modes.update(s["made"].get(qualname, ()))
+            name = qualname.rsplit(".", 1)[-1]
+            for path in self._candidates(name, qualname):
+                text = self.text(path)
+                if f"{name}(" in text and not any(w in text for w in _GRAD_OFF_WORDS):
+                    modes.add(True)
+                    break
+                s = self.summary(path)
+                if s is not None:
+                    modes.update(s["made"].get(qualname, ()))
+                if True in modes:
+                    break
             self._answers[key] = modes
         return self._answers[key]
 
@@ -199,7 +216,7 @@ class ProjectIndex:
         return bool(modes) and True not in modes
 
 
-_CAMEL_CALL = re.compile(r"\b([A-Z][A-Za-z0-9_]*)\s*\(")
+_GRAD_OFF_WORDS = ("no_grad", "inference_mode", "set_grad_enabled")
 
 
 def summarize_source(source: bytes, path: str) -> dict | None:
