@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import io
 import re
 import tokenize
@@ -48,17 +49,20 @@ def noqa_map(source: str) -> dict[int, frozenset[str] | None]:
                 start = tok.start[0]
     except (tokenize.TokenError, SyntaxError, IndentationError):
         ranges = []
+    starts = [a for a, _ in ranges]
     for i, line in enumerate(lines, start=1):
+        if "noqa" not in line and "NOQA" not in line.upper():
+            continue
         m = NOQA_INLINE.search(line)
         if not m:
             continue
         codes = m.group("codes")
         value = None if not codes else frozenset(c for c in _SEP.split(codes.upper()) if c)
         covered = [i]
-        for a, b in ranges:
-            if a <= i <= b:
-                covered = list(range(a, b + 1))
-                break
+        k = bisect.bisect_right(starts, i) - 1  # ranges are sorted and disjoint
+        if k >= 0 and ranges[k][0] <= i <= ranges[k][1]:
+            a, b = ranges[k]
+            covered = list(range(a, b + 1))
         for ln in covered:
             old = out.get(ln, frozenset())
             if value is None or old is None:

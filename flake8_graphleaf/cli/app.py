@@ -27,7 +27,8 @@ from ..fix.readers import project_index
 from ..analysis.noqa import file_is_skipped, is_silenced, noqa_map
 from .output import FORMATS, FileReport, render, statistics
 from ..analysis.rules import all_rules
-from ..fix.writer import SourceError, Source, check_parses, decode, encode, read_source, restore_newlines, write_atomic
+from ..fix.writer import (SourceError, Source, check_parses, decode, encode, read_source, restore_newlines,
+                          unified_diff, write_atomic)
 
 LAZY = {
     "explain": ("flake8_graphleaf.cli.explain", "name the tensors that break deepcopy: a model's step, or --run SCRIPT (needs torch)"),
@@ -86,7 +87,18 @@ def _diff(path: str, old: str, new: str) -> str:
             out[-1] += "\n\\ No newline at end of file\n"
         return out
 
-    return "".join(difflib.unified_diff(lines(old), lines(new), f"a/{path}", f"b/{path}"))
+    shown = _diff_path(path)
+    return unified_diff(lines(old), lines(new), f"a/{shown}", f"b/{shown}")
+
+
+def _diff_path(path: str) -> str:
+    """The path as ``git apply`` wants it in a header: relative, normalised, with "/"
+    (``./pkg/m.py`` is ``pkg/m.py``)."""
+    norm = os.path.normpath(path)
+    if os.path.isabs(norm):
+        rel = os.path.relpath(norm)
+        norm = rel if not rel.startswith("..") else norm
+    return Path(norm).as_posix()
 
 
 def fix_one(path: str, settings: Settings, unsafe: bool, diff_only: bool,

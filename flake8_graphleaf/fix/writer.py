@@ -11,6 +11,7 @@ the text is encoded as it was (BOM included), and the bytes replace the file in 
 from __future__ import annotations
 
 import ast
+import bisect
 import difflib
 import io
 import os
@@ -88,6 +89,99 @@ def read_source(path: str, max_bytes: int = MAX_BYTES) -> Source:
     return decode(raw, path)
 
 
+def line_opcodes(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]:
+    """``difflib.SequenceMatcher(None, a, b).get_opcodes()`` in near-linear time on long
+    files: lines that occur once in each (patience diff) anchor the match, and the
+    matcher only runs on the short stretches between anchors."""
+    if len(a) + len(b) < 2000:
+        return difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+    count_a: dict[str, int] = {}
+    for line in a:
+        count_a[line] = count_a.get(line, 0) + 1
+    count_b: dict[str, int] = {}
+    for line in b:
+        count_b[line] = count_b.get(line, 0) + 1
+    where_a = {line: i for i, line in enumerate(a) if count_a[line] == 1 and count_b.get(line) == 1}
+    pairs = [(where_a[line], j) for j, line in enumerate(b) if line in where_a]  # sorted by j
+    # The longest run of pairs increasing in both (patience sorting, O(n log n)).
+    tails: list[int] = []
+    tails_i: list[int] = []
+    back: list[int] = [-1] * len(pairs)
+    for k, (i, _) in enumerate(pairs):
+        pos = bisect.bisect_left(tails, i)
+        if pos == len(tails):
+            tails.append(i)
+            tails_i.append(k)
+        else:
+            tails[pos] = i
+            tails_i[pos] = k
+        back[k] = tails_i[pos - 1] if pos else -1
+    anchors: list[tuple[int, int]] = []
+    k = tails_i[-1] if tails_i else -1
+    while k >= 0:
+        anchors.append(pairs[k])
+        k = back[k]
+    anchors.reverse()
+    out: list[tuple[str, int, int, int, int]] = []
+
+    def add(tag, i1, i2, j1, j2):
+        if i1 == i2 and j1 == j2:
+            return
+        if out and out[-1][0] == tag == "equal":
+            out[-1] = ("equal", out[-1][1], i2, out[-1][3], j2)
+        else:
+            out.append((tag, i1, i2, j1, j2))
+
+    ia = ja = 0
+    for ai, bj in anchors + [(len(a), len(b))]:
+        # the stretch [ia, ai) x [ja, bj): common head and tail, then the matcher on the rest
+        h = 0
+        while ia + h < ai and ja + h < bj and a[ia + h] == b[ja + h]:
+            h += 1
+        t = 0
+        while ai - t > ia + h and bj - t > ja + h and a[ai - t - 1] == b[bj - t - 1]:
+            t += 1
+        add("equal", ia, ia + h, ja, ja + h)
+        mid = difflib.SequenceMatcher(None, a[ia + h:ai - t], b[ja + h:bj - t], autojunk=False)
+        for tag, i1, i2, j1, j2 in mid.get_opcodes():
+            add(tag, i1 + ia + h, i2 + ia + h, j1 + ja + h, j2 + ja + h)
+        add("equal", ai - t, ai, bj - t, bj)
+        if ai < len(a):
+            add("equal", ai, ai + 1, bj, bj + 1)
+        ia, ja = ai + 1, bj + 1
+    return out
+
+
+def unified_diff(old: list[str], new: list[str], fromfile: str, tofile: str, n: int = 3) -> str:
+    """``difflib.unified_diff`` (lines with their endings) on :func:`line_opcodes`."""
+    matcher = difflib.SequenceMatcher(None, old, new)
+    matcher.opcodes = line_opcodes(old, new)  # get_grouped_opcodes reads the cached opcodes
+    out: list[str] = []
+    for group in matcher.get_grouped_opcodes(n):
+        if not out:
+            out += [f"--- {fromfile}\n", f"+++ {tofile}\n"]
+        first, last = group[0], group[-1]
+        out.append(f"@@ -{_range(first[1], last[2])} +{_range(first[3], last[4])} @@\n")
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                out += [" " + line for line in old[i1:i2]]
+                continue
+            if tag in ("replace", "delete"):
+                out += ["-" + line for line in old[i1:i2]]
+            if tag in ("replace", "insert"):
+                out += ["+" + line for line in new[j1:j2]]
+    return "".join(out)
+
+
+def _range(start: int, stop: int) -> str:
+    beginning, length = start + 1, stop - start
+    if length == 1:
+        return f"{beginning}"
+    if not length:
+        beginning -= 1
+    return f"{beginning},{length}"
+
+
 def restore_newlines(source: Source, new_text: str) -> str:
     """``new_text`` (with "\\n" newlines) with each line the fix left alone given back its
     original ending, and each new or changed line the file's dominant ending."""
@@ -97,8 +191,12 @@ def restore_newlines(source: Source, new_text: str) -> str:
     endings_old = list(source.endings) + [""] * (len(old_lines) - len(source.endings))
     out: list[str] = []
     dominant = source.newline
-    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    if all(e == dominant for e in source.endings[:-1]) and source.endings[-1:] in ((), (dominant,), ("",)):
+        # Every line ends as the file mostly does: the common case, in linear time.
+        return dominant.join(new_lines)
+    # Mixed endings: match the lines the fix left alone.
+    opcodes = line_opcodes(old_lines, new_lines)
+    for tag, i1, i2, j1, j2 in opcodes:
         for k in range(j2 - j1):
             j = j1 + k
             last = j == len(new_lines) - 1
