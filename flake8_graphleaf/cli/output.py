@@ -29,18 +29,21 @@ class FileReport:
     findings: list[Finding] = field(default_factory=list)
     error: str | None = None  # one line, for GLF900
     error_line: int = 1
+    error_col: int = 0  # 0-based, as flake8 gives E999 (SyntaxError.offset)
     lines: list[str] = field(default_factory=list)  # the analysed text's lines, for columns and context
+    refused: bool = False  # could not be read at all: not counted as checked
+    internal: bool = False  # a bug of graphleaf's (exit 2)
 
 
-def error_finding(message: str, line: int = 1) -> Finding:
-    return Finding(code="GLF900", line=line, col=0, message=f"could not parse: {message}")
+def error_finding(message: str, line: int = 1, col: int = 0) -> Finding:
+    return Finding(code="GLF900", line=line, col=col, message=message)
 
 
 def all_findings(reports: list[FileReport]) -> list[tuple[FileReport, Finding]]:
     out = []
     for r in reports:
         if r.error is not None:
-            out.append((r, error_finding(r.error, r.error_line)))
+            out.append((r, error_finding(r.error, r.error_line, r.error_col)))
         out += [(r, f) for f in r.findings]
     return out
 
@@ -53,6 +56,14 @@ def char_col(report: FileReport, line: int, byte_col: int | None) -> int:
         text = report.lines[line - 1]
         return len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
     return byte_col
+
+
+def start_col(report: FileReport, f: Finding) -> int:
+    """The 1-based character column of json, sarif and github.  A parse error's is
+    ``SyntaxError.offset`` (ruff's column), where flake8's text shows offset + 1."""
+    if f.code == "GLF900":
+        return max(1, f.col)
+    return char_col(report, f.line, f.col) + 1
 
 
 def flake8_line(report: FileReport, f: Finding) -> str:
@@ -96,7 +107,7 @@ def _loc(row: int, col: int) -> dict:
 def render_json(reports: list[FileReport]) -> str:
     items = []
     for report, f in all_findings(reports):
-        start = char_col(report, f.line, f.col) + 1
+        start = start_col(report, f)
         end_line = f.end_line or f.line
         end = char_col(report, end_line, f.end_col) + 1 if f.end_col is not None else start
         fix = None
@@ -145,7 +156,7 @@ def render_sarif(reports: list[FileReport], rules: dict[str, str]) -> str:
     results = []
     for report, f in all_findings(reports):
         uri = _uri(report.path) if report.path != "-" else "stdin"
-        start = char_col(report, f.line, f.col) + 1
+        start = start_col(report, f)
         end_line = f.end_line or f.line
         end = char_col(report, end_line, f.end_col) + 1 if f.end_col is not None else start
         result = {
@@ -215,7 +226,7 @@ def _escape_property(s: str) -> str:
 def render_github(reports: list[FileReport]) -> str:
     out = []
     for report, f in all_findings(reports):
-        col = char_col(report, f.line, f.col) + 1
+        col = start_col(report, f)
         props = f"file={_escape_property(report.path)},line={f.line},col={col}"
         if f.end_line is not None and f.end_col is not None:
             props += f",endLine={f.end_line},endColumn={char_col(report, f.end_line, f.end_col) + 1}"

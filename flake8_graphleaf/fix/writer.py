@@ -54,16 +54,35 @@ def split_lines(text: str) -> list[str]:
     return _LINE.findall(text)
 
 
+def _not_utf8(raw: bytes, encoding: str) -> str | None:
+    """The message for bytes that are not UTF-8 when no coding line says otherwise."""
+    if encoding not in ("utf-8", "utf-8-sig"):
+        return None
+    try:
+        raw.decode("utf-8")
+        return None
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        return (f"bad encoding: byte 0x{raw[exc.start]:02x} on line {line} is not UTF-8 and the file has no "
+                f"PEP 263 coding line; add one (e.g. '# -*- coding: latin-1 -*-') or save the file as UTF-8")
+
+
 def decode(raw: bytes, name: str = "<stdin>") -> Source:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
     except SyntaxError as exc:
+        why = _not_utf8(raw, "utf-8")
+        if why and "coding" not in raw[:200].decode("latin-1"):
+            raise SourceError(why) from None
         raise SourceError(f"bad encoding declaration: {exc.msg if hasattr(exc, 'msg') else exc}") from None
     try:
         original = raw.decode(encoding)
     except UnicodeDecodeError as exc:
+        why = _not_utf8(raw, encoding)
+        if why:
+            raise SourceError(why) from None
         raise SourceError(
-            f"cannot decode as {encoding}: byte 0x{raw[exc.start]:02x} at offset {exc.start}"
+            f"bad encoding: cannot decode as {encoding}: byte 0x{raw[exc.start]:02x} at offset {exc.start}"
         ) from None
     except LookupError:
         raise SourceError(f"unknown encoding {encoding!r}") from None
@@ -73,20 +92,23 @@ def decode(raw: bytes, name: str = "<stdin>") -> Source:
     return Source(text=text, raw=raw, encoding=encoding, endings=endings)
 
 
-def read_source(path: str, max_bytes: int = MAX_BYTES) -> Source:
+def read_bytes(path: str, max_bytes: int = MAX_BYTES) -> bytes:
     if os.path.isdir(path):
-        raise SourceError("is a directory, not a file")
+        raise SourceError("Is a directory, not a file")
     try:
         size = os.path.getsize(path)
         if size > max_bytes:
             raise SourceError(f"file is {size} bytes, larger than the {max_bytes}-byte limit")
         with open(path, "rb") as fh:
-            raw = fh.read()
+            return fh.read()
     except FileNotFoundError:
-        raise SourceError("no such file") from None
+        raise SourceError("No such file or directory") from None
     except OSError as exc:
         raise SourceError(exc.strerror or str(exc)) from None
-    return decode(raw, path)
+
+
+def read_source(path: str, max_bytes: int = MAX_BYTES) -> Source:
+    return decode(read_bytes(path, max_bytes), path)
 
 
 def line_opcodes(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]:
