@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib.resources import files
 from pathlib import Path
 from urllib.parse import quote
 
@@ -21,6 +24,34 @@ from ..analysis.findings import SAFE, Finding
 
 FORMATS = ("text", "concise", "json", "sarif", "github")
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+# Each rule's page, in the repository (docs/rules/ holds the same pages as rule_docs/).
+RULE_URL = "https://github.com/flake8-graphleaf/flake8-graphleaf/blob/main/docs/rules/{code}.md"
+
+# SARIF "precision" (GitHub code scanning): how often a finding of the rule is right,
+# from the review of torch, timm, transformers and lightning in docs/precision.md.
+PRECISION = {"GLF101": "very-high", "GLF102": "very-high", "GLF900": "very-high",
+             "GLF103": "medium", "GLF202": "medium"}
+TAGS = {"GLF0": ["correctness", "pytorch", "deepcopy"], "GLF1": ["deprecated-api", "pytorch", "deepcopy"],
+        "GLF2": ["correctness", "pytorch", "deepcopy"], "GLF9": ["syntax"]}
+
+
+def rule_url(code: str) -> str:
+    return RULE_URL.format(code=code)
+
+
+@lru_cache(maxsize=None)
+def rule_page(code: str) -> tuple[str, str]:
+    """(markdown of the rule's page, its "What it does" text as one paragraph); empty
+    strings when the page is not installed."""
+    try:
+        text = (files("flake8_graphleaf") / "rule_docs" / f"{code}.md").read_text(encoding="utf-8")
+    except (FileNotFoundError, NotADirectoryError, OSError):
+        return "", ""
+    what = ""
+    m = re.search(r"^## What it does\s*\n(.*?)(?:\n\s*\n|\n## )", text, re.S | re.M)
+    if m:
+        what = " ".join(m.group(1).split())
+    return text, what
 
 
 @dataclass
@@ -131,7 +162,7 @@ def render_json(reports: list[FileReport]) -> str:
             "location": _loc(f.line, start),
             "end_location": _loc(end_line, end),
             "fix": fix,
-            "url": None,
+            "url": rule_url(f.code),
             "noqa_row": f.line,
         })
     return json.dumps(items, indent=2, ensure_ascii=False) + "\n"
@@ -196,15 +227,8 @@ def render_sarif(reports: list[FileReport], rules: dict[str, str]) -> str:
                     "name": "graphleaf",
                     "fullName": "flake8-graphleaf",
                     "version": __version__,
-                    "rules": [
-                        {
-                            "id": code,
-                            "shortDescription": {"text": rules[code]},
-                            "help": {"text": f"graphleaf rule {code}"},
-                            "defaultConfiguration": {"level": "error"},
-                        }
-                        for code in rule_ids
-                    ],
+                    "informationUri": "https://github.com/flake8-graphleaf/flake8-graphleaf",
+                    "rules": [_sarif_rule(code, rules[code]) for code in rule_ids],
                 }
             },
             "columnKind": "unicodeCodePoints",
@@ -213,6 +237,25 @@ def render_sarif(reports: list[FileReport], rules: dict[str, str]) -> str:
         }],
     }
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def _sarif_rule(code: str, summary: str) -> dict:
+    markdown, what = rule_page(code)
+    text = re.sub(r"[`*]", "", markdown) if markdown else f"{code}: {summary}. See {rule_url(code)}"
+    return {
+        "id": code,
+        "name": (re.match(r"# ([\w-]+)", markdown).group(1) if re.match(r"# ([\w-]+)", markdown) else code),
+        "shortDescription": {"text": summary},
+        "fullDescription": {"text": what or summary},
+        "help": {"text": text, "markdown": markdown or text},
+        "helpUri": rule_url(code),
+        "defaultConfiguration": {"level": "error"},
+        "properties": {
+            "tags": TAGS.get(code[:4], ["pytorch"]),
+            "precision": PRECISION.get(code, "high"),
+            "problem.severity": "error",
+        },
+    }
 
 
 def _escape_data(s: str) -> str:
