@@ -753,7 +753,7 @@ def _fix_command(args, settings: Settings, diff: bool, from_check: bool = False)
     stdin_report = next((r for r in reports if r.output is not None), None)
     structured = args.output_format != "text" or args.output_file is not None
     # With --diff or stdin the fixed text goes to stdout, so the report goes to stderr.
-    info = sys.stderr if (diff or stdin_report is not None) else sys.stdout
+    info = sys.stderr if (diff or stdin_report is not None or structured) else sys.stdout
     if stdin_report is not None and not diff:
         sys.stdout.write(stdin_report.output)
     for r in reports:
@@ -761,10 +761,10 @@ def _fix_command(args, settings: Settings, diff: bool, from_check: bool = False)
             sys.stdout.write(r.diff)
     if structured:
         rendered = render(args.output_format, [r.as_file_report() for r in reports], all_rules(), unsafe)
-        if args.output_file is not None:
+        if args.output_file is not None or not (diff or stdin_report is not None):
             _emit(args, rendered)
         else:
-            (sys.stdout if info is sys.stdout else sys.stderr).write(rendered)
+            sys.stderr.write(rendered)
     for r in reports:
         if r.error and not structured:
             info.write(f"{r.path}:{r.error_line}:{r.error_col + 1}: GLF900 {r.error}\n")
