@@ -41,7 +41,7 @@ def syntax_error(exc: BaseException, text: str) -> tuple[str, int, int]:
         failing = lines[line - 1] if 1 <= line <= len(lines) else ""
         hint = version_hint(failing)
         if hint:
-            message += f" ({hint})"
+            message += f"; {hint}"
         return message, line, col
     if isinstance(exc, ValueError):  # a NUL byte, on Pythons that raise ValueError for it
         return f"ValueError: {exc}", 1, 0
