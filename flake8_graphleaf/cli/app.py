@@ -214,8 +214,8 @@ def fix_one(path: str, settings: Settings, unsafe: bool, diff_only: bool,
         report.error, report.refused = f"could not read: {exc}", True
         return report
     report.lines = src.text.split("\n")
-    if raw is not None and not diff_only:
-        report.output = restore_newlines(src, src.text)
+    if raw is not None:
+        report.output = restore_newlines(src, src.text)  # the fixed text of stdin (printed unless --diff)
     if file_is_skipped(src.text):
         return report
     try:
@@ -236,11 +236,11 @@ def fix_one(path: str, settings: Settings, unsafe: bool, diff_only: bool,
         report.applied = result.applied
         report.changed = True
         report.lines = result.source.split("\n")
-        if raw is not None and not diff_only:
+        if raw is not None:
             report.output = restore_newlines(src, result.source)
-        elif diff_only:
+        if diff_only:
             report.diff = _diff(report.path, src.text, result.source)
-        else:
+        elif raw is None:
             write_atomic(path, data, expected_old=src.raw)
             report.written = True
     except SourceError as exc:
@@ -801,7 +801,7 @@ def _fix_command(args, settings: Settings, diff: bool, from_check: bool = False)
         return 1
     if diff:
         return 1 if changed else 0
-    if left or (args.exit_non_zero_on_fix and changed):
+    if left or (getattr(args, "exit_non_zero_on_fix", False) and changed):
         return 1
     return 0
 
