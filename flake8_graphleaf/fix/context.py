@@ -121,9 +121,9 @@ def fresh_name(attr: str, method, tree) -> str:
     used = {n.id for n in ast.walk(method) if isinstance(n, ast.Name)}
     used |= {a.arg for a in ast.walk(method) if isinstance(a, ast.arg)}
     used |= {n.name for n in ast.walk(method) if isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))}
-    used |= module_names(tree)
+    module = module_names(tree)  # looked up, not copied: it holds every class of the file
     name = base
-    while name in used or keyword.iskeyword(name) or hasattr(builtins, name):
+    while name in used or name in module or keyword.iskeyword(name) or hasattr(builtins, name):
         name += "_"
     return name
 
