@@ -75,3 +75,18 @@ def test_store_api(tmp_path):
     assert not off.put("summary", k, 1) and off.get("summary", k) is None
     assert not c.put("summary", k, object())  # not JSON-able: refused, nothing raised
     assert c.get("summary", k) == {"classes": ["M"], "n": 1}
+
+
+def test_an_edited_dependency_invalidates_the_entry(tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "base.py").write_text("import torch.nn as nn\n\n\nclass Base(nn.Module):\n    pass\n")
+    (pkg / "m.py").write_text("from .base import Base\n\n\nclass M(Base):\n    def forward(self, x):\n"
+                              "        self.out = self.fc(x)\n        return self.out\n")
+    first = run("check", "--output-format", "concise", "pkg/m.py", cwd=tmp_path)
+    assert first.returncode == 1 and "GLF001" in first.stdout
+    (pkg / "base.py").write_text("class Base:\n    pass\n")  # no longer a module
+    warm = run("check", "--output-format", "concise", "pkg/m.py", cwd=tmp_path)
+    cold = run("check", "--no-cache", "--output-format", "concise", "pkg/m.py", cwd=tmp_path)
+    assert (warm.returncode, warm.stdout) == (cold.returncode, cold.stdout)
