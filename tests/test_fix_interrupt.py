@@ -35,7 +35,7 @@ def test_sigint_during_fix(tmp_path, jobs):
     ref = tmp_path / "ref"
     ref.mkdir()
     (ref / "m.py").write_text(src)
-    subprocess.run(graphleaf_cmd() + ["fix", "--unsafe-fixes", "-q", "m.py"], cwd=ref, capture_output=True, timeout=120)
+    subprocess.run(graphleaf_cmd() + ["fix", "--unsafe-fixes", "-q", "m.py"], cwd=ref, capture_output=True, timeout=300)
     fixed_text = (ref / "m.py").read_text()
     assert fixed_text != src
     env = dict(os.environ)
@@ -49,7 +49,7 @@ def test_sigint_during_fix(tmp_path, jobs):
             break
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=120)
+    out, err = proc.communicate(timeout=300)
     assert proc.returncode == 130, (out, err)
     assert "Traceback" not in err
     changed = set()

@@ -243,6 +243,8 @@ def fix_one(path: str, settings: Settings, unsafe: bool, diff_only: bool,
         elif raw is None:
             write_atomic(path, data, expected_old=src.raw)
             report.written = True
+            if _WRITTEN is not None:
+                _WRITTEN.put(report.path)
     except SourceError as exc:
         report.error = f"could not write: {exc}"
         report.applied, report.changed = [], False
@@ -251,11 +253,14 @@ def fix_one(path: str, settings: Settings, unsafe: bool, diff_only: bool,
 
 # Set in a worker process when the parent was interrupted: stop before the next file.
 _STOP = None
+# In a worker: where each file written goes at once (a pipe), so that the parent can list
+# every file changed even from a worker it had to terminate.
+_WRITTEN = None
 
 
-def _init_worker(stop) -> None:
-    global _STOP
-    _STOP = stop
+def _init_worker(stop, written=None) -> None:
+    global _STOP, _WRITTEN
+    _STOP, _WRITTEN = stop, written
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; a file is never cut in half
 
 
@@ -323,9 +328,10 @@ def progress_wanted(quiet: bool) -> bool:
 class Interrupted(Exception):
     """Ctrl-C during :func:`run_many`; ``done`` holds the results of the files finished."""
 
-    def __init__(self, done: list):
+    def __init__(self, done: list, written: set[str] | None = None):
         super().__init__("interrupted")
         self.done = done
+        self.written = written or set()  # paths written by workers whose results did not come back
 
 
 def run_many(func, files: list[str], jobs: int, progress: Progress, *extra) -> list:
@@ -344,9 +350,10 @@ def run_many(func, files: list[str], jobs: int, progress: Progress, *extra) -> l
         try:
             import multiprocessing
 
-            stop = multiprocessing.get_context().Event()
+            mp = multiprocessing.get_context()
+            stop, written = mp.Event(), mp.SimpleQueue()
             pool = ProcessPoolExecutor(max_workers=min(jobs, len(batches)), initializer=_init_worker,
-                                       initargs=(stop,))
+                                       initargs=(stop, written))
         except (OSError, NotImplementedError, PermissionError, ImportError):
             pool = None  # no process pool here (sandbox, no /dev/shm): run serially below
         if pool is not None:
@@ -371,7 +378,13 @@ def run_many(func, files: list[str], jobs: int, progress: Progress, *extra) -> l
                         pass
                 _terminate(pool)
                 progress.close()
-                raise Interrupted([r for i in sorted(results) for r in results[i]]) from None
+                paths = set()
+                try:
+                    while not written.empty():
+                        paths.add(written.get())
+                except (OSError, EOFError):
+                    pass
+                raise Interrupted([r for i in sorted(results) for r in results[i]], paths) from None
             except (OSError, PermissionError):
                 _terminate(pool)
                 results = {}
@@ -699,6 +712,8 @@ def _run_fix(args, settings: Settings, unsafe: bool, diff: bool) -> tuple[list[F
             reports += run_many(_fix_batch, found.files, max(1, args.jobs), progress, settings, unsafe, diff, project)
         except Interrupted as exc:
             reports += exc.done
+            known = {r.path for r in exc.done if getattr(r, "written", False)}
+            reports += [FixReport(p, written=True, changed=True) for p in sorted(exc.written - known)]
             interrupted = True
     reports.sort(key=lambda r: r.path)
     return reports, interrupted
