@@ -15,6 +15,14 @@ and reports the median CPU seconds (user+sys of the child) and wall seconds, wit
 ratios the project budgets: plugin/base <= 1.25, glf-f8/check-j1 >= 3.
 Timing assertions never go in the test-suite: run this by hand and record the
 figures in docs/performance.md.
+
+    python bench/bench.py --scaling            # the generated-file scaling case only
+
+--scaling times, on generated modules of N small classes with one finding each (N = 40,
+400, 4000 by default), graphleaf check, graphleaf fix --unsafe-fixes --diff and
+flake8 --select=GLF, and prints a table of time against the number of findings with the
+ratios the project budgets: 400/40 <= 15 for check and fix (linear is 10), and
+graphleaf check <= 2x flake8 --select=GLF on the 400-class file.
 """
 
 from __future__ import annotations
@@ -106,13 +114,61 @@ def parse_costs(tree: str) -> dict[str, float]:
     return out
 
 
+def generated_module(n: int) -> str:
+    """N small module classes, each storing a graph tensor in forward (one GLF001 each)."""
+    out = ["import torch", "import torch.nn as nn", ""]
+    for i in range(n):
+        out += [f"class M{i}(nn.Module):", "    def __init__(self):", "        super().__init__()",
+                "        self.lin = nn.Linear(4, 4)", "", "    def forward(self, x):",
+                "        self.last = self.lin(x)", "        return self.last * 2", "", ""]
+    return "\n".join(out) + "\n"
+
+
+def scaling(sizes: list[int], rounds: int) -> int:
+    WORK.mkdir(parents=True, exist_ok=True)
+    graphleaf = [sys.executable, "-m", "flake8_graphleaf"]
+    kinds = {
+        "check": lambda f: graphleaf + ["check", "--no-cache", "-j", "1", "-q", "--output-format", "concise", f],
+        "fix": lambda f: graphleaf + ["fix", "--no-cache", "-j", "1", "-q", "--unsafe-fixes", "--diff", f],
+        "flake8": lambda f: [sys.executable, "-m", "flake8", "--isolated", "-j", "1", "--select=GLF", f],
+    }
+    files = {}
+    for n in sizes:
+        path = WORK / f"scaling_{n}.py"
+        path.write_text(generated_module(n))
+        files[n] = str(path)
+    times: dict[tuple[str, int], list[float]] = {}
+    print(f"scaling: generated modules of N classes, one GLF001 each; {rounds} rounds, interleaved", flush=True)
+    for _ in range(rounds):
+        for n in sizes:
+            for kind, cmd in kinds.items():
+                cpu, _, _ = timed(cmd(files[n]))
+                times.setdefault((kind, n), []).append(cpu)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print("\nfindings  KB      check s   fix s   flake8 --select=GLF s   (median CPU)")
+    for n in sizes:
+        kb = os.path.getsize(files[n]) / 1024
+        print(f"{n:8d} {kb:6.0f}  {med[('check', n)]:8.2f} {med[('fix', n)]:7.2f} {med[('flake8', n)]:12.2f}")
+    if 40 in sizes and 400 in sizes:
+        c = med[("check", 400)] / med[("check", 40)]
+        f = med[("fix", 400)] / med[("fix", 40)]
+        g = med[("check", 400)] / med[("flake8", 400)]
+        print(f"\n400/40 check: {c:.1f}  fix: {f:.1f}  (budget <= 15; linear is 10)")
+        print(f"graphleaf check / flake8 --select=GLF on 400 classes: {g:.2f}  (budget <= 2)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tree", default=None, help="directory of Python files (default: the installed torch package)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--torchfix", action="store_true", help="also time flake8 with TorchFix (pip installs it in bench/_work)")
     ap.add_argument("--no-parse", action="store_true", help="skip the in-process ast/libcst parse figures")
+    ap.add_argument("--scaling", action="store_true", help="only the generated-file scaling case")
+    ap.add_argument("--sizes", default="40,400,4000", help="class counts for --scaling (default 40,400,4000)")
     args = ap.parse_args(argv)
+    if args.scaling:
+        return scaling([int(x) for x in args.sizes.split(",")], args.rounds)
     tree = args.tree or default_tree()
     flake8_version = importlib.metadata.version("flake8")
     # the same flake8 and the same versions of its own plugins, without this one

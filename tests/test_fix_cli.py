@@ -234,12 +234,12 @@ def test_bad_inputs_do_not_stop_the_others(tmp_path):
     (tmp_path / "binary.py").write_bytes(b"\xff\xfe\x00x")
     (tmp_path / "pkg.py").mkdir()
     r = run("fix", ".", "missing.py", cwd=tmp_path)
-    assert r.returncode == 2
+    assert r.returncode == 1
     out = r.stdout + r.stderr
     assert "Traceback" not in out
-    assert "syntax.py:1:1: GLF900 could not parse:" in out
-    assert "binary.py:1:1: GLF900 could not parse:" in out
-    assert "missing.py:1:1: GLF900 could not parse: no such file or directory" in out
+    assert "syntax.py:1:8: GLF900 SyntaxError: invalid syntax" in out
+    assert "binary.py:1:1: GLF900 could not read: bad encoding" in out
+    assert "missing.py:1:1: GLF900 could not read: No such file or directory" in out
     assert "self._out" not in (tmp_path / "m.py").read_text()
 
 

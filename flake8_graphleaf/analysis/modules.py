@@ -134,8 +134,9 @@ def collect_classes(tree: ast.AST, imports: ImportMap, extra_bases: frozenset[st
             if not any(b.endswith(("Function", "Dataset")) for b in info.bases):
                 info.facts.is_module = True
 
+    module_classes = {n for n, c in classes.items() if c.facts.is_module}
     for info in _base_first(classes):
-        _collect_attributes(info, classes, imports)
+        _collect_attributes(info, classes, imports, module_classes)
     return classes
 
 
@@ -178,7 +179,8 @@ def _callee_last(node: ast.AST) -> str:
     return ""
 
 
-def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports: ImportMap) -> None:
+def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports: ImportMap,
+                        module_classes: set[str] | None = None) -> None:
     f = info.facts
     for b in info.local_bases:
         base = classes[b].facts
@@ -194,7 +196,8 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
             f.submodule_classes.setdefault(k, v)
         for k, q in base.submodule_ctors.items():
             f.submodule_ctors.setdefault(k, q)
-    module_classes = {n for n, c in classes.items() if c.facts.is_module}
+    if module_classes is None:
+        module_classes = {n for n, c in classes.items() if c.facts.is_module}
     for method in info.node.body:
         if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or not method.args.args:
             continue

@@ -11,8 +11,10 @@ import argparse
 import difflib
 import importlib
 import os
+import signal
 import sys
 import time
+from collections import Counter
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,14 +22,18 @@ from pathlib import Path
 from .. import __version__
 from ..fix.attach import analyze_with_fixes
 from .config import ConfigError, Settings, check_codes, load
+from .errors import syntax_error
+from .cached import finding_from_json, finding_to_json
+from ..project.cache import DIR_NAME, Cache, key as cache_key
 from .files import discover
 from ..analysis.findings import SAFE, Finding
 from ..fix.fixer import fix_source
 from ..fix.readers import project_index
-from ..analysis.noqa import file_is_skipped, is_silenced, noqa_map
+from ..analysis.noqa import add_noqa, file_is_skipped, is_silenced, noqa_map
 from .output import FORMATS, FileReport, render, statistics
 from ..analysis.rules import all_rules
-from ..fix.writer import SourceError, Source, check_parses, decode, encode, read_source, restore_newlines, write_atomic
+from ..fix.writer import (SourceError, Source, check_parses, decode, encode, read_source, restore_newlines,
+                          read_bytes, unified_diff, write_atomic)
 
 LAZY = {
     "explain": ("flake8_graphleaf.cli.explain", "name the tensors that break deepcopy: a model's step, or --run SCRIPT (needs torch)"),
@@ -39,32 +45,120 @@ STDIN = "-"
 # ------------------------------------------------------------------ per file work
 
 
-def _analyse(src: Source, path: str, settings: Settings) -> tuple[list[Finding], str | None, int]:
-    """(findings, error, error line); findings already filtered by selection and noqa."""
-    if file_is_skipped(src.text):
-        return [], None, 1
-    try:
-        findings = analyze_with_fixes(src.text, path, settings.analysis_options(path))
-    except SyntaxError as exc:
-        return [], f"{exc.msg} (line {exc.lineno or 1})", exc.lineno or 1
-    except ValueError as exc:  # null bytes
-        return [], str(exc), 1
-    except (RecursionError, MemoryError):
-        return [], "it nests too deeply to analyse", 1
+def _wanted_codes(settings: Settings, path: str) -> tuple[str, ...]:
     wanted = settings.wanted_for(path)
+    return tuple(c for c in all_rules() if wanted(c))
+
+
+def _findings_key(data: bytes, settings: Settings, codes: tuple[str, ...], options) -> str:
+    # The content, every setting that changes the answer, the file's module name, and the
+    # running Python (the parse error of newer syntax depends on it); cache_key mixes in
+    # the tool's version.  The other files the analysis read are checked on a hit (_deps_ok).
+    return cache_key(data, sorted(settings.module_bases), codes, sys.version_info[:2],
+                     getattr(options, "module", None), getattr(options, "is_package", False),
+                     getattr(options, "argument_stores", False))
+
+
+def _stamp(path: str | None):
+    if path is None:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [path, st.st_size, st.st_mtime_ns]
+
+
+def _recording(view):
+    """Wrap ``view.parsed`` to record the modules the analysis of one file looks up."""
+    seen: list[str] = []
+    if view is None or not hasattr(view, "parsed"):
+        return seen, lambda: None
+    original = view.parsed
+
+    def parsed(module):
+        seen.append(module)
+        return original(module)
+
+    view.parsed = parsed
+    return seen, lambda: view.__dict__.pop("parsed", None)
+
+
+def _deps(view, modules: list[str]):
+    locate = getattr(view, "_locate", None)
+    if modules and locate is None:
+        return None  # cannot tell what was read: do not cache
+    return {m: _stamp(locate(m)) for m in sorted(set(modules))}
+
+
+def _deps_ok(view, deps) -> bool:
+    if not deps:
+        return True
+    locate = getattr(view, "_locate", None)
+    return locate is not None and all(_stamp(locate(m)) == stamp for m, stamp in deps.items())
+
+
+def _analyse(src: Source, path: str, settings: Settings, codes: tuple[str, ...],
+             options=None) -> tuple[list[Finding], tuple | None]:
+    """(findings, error): findings already filtered by selection and noqa; error is
+    (message, line, col) for a file that does not parse."""
+    if file_is_skipped(src.text):
+        return [], None
+    try:
+        findings = analyze_with_fixes(src.text, path, options if options is not None else settings.analysis_options(path))
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        return [], syntax_error(exc, src.text)
+    wanted = set(codes)
     noqa = noqa_map(src.text)
-    return [f for f in findings if wanted(f.code) and not is_silenced(f.code, f.line, noqa)], None, 1
+    return [f for f in findings if f.code in wanted and not is_silenced(f.code, f.line, noqa)], None
 
 
-def check_one(path: str, settings: Settings, raw: bytes | None = None, shown: str | None = None) -> FileReport:
+def check_one(path: str, settings: Settings, raw: bytes | None = None, shown: str | None = None,
+              cache: Cache | None = None) -> FileReport:
     report = FileReport(shown or path)
     try:
-        src = decode(raw) if raw is not None else read_source(path)
+        data = raw if raw is not None else read_bytes(path)
     except SourceError as exc:
-        report.error = str(exc)
+        report.error, report.refused = f"could not read: {exc}", True
+        return report
+    codes = _wanted_codes(settings, path)
+    options = settings.analysis_options(path)
+    view = getattr(options, "project", None)
+    key = _findings_key(data, settings, codes, options) if cache is not None and cache.enabled else None
+    hit = cache.get("findings", key) if key is not None else None
+    if hit is not None and not _deps_ok(view, hit.get("deps")):
+        hit = None  # a file it read (a base class's module, say) changed
+    if hit is not None:
+        try:
+            report.findings = [finding_from_json(d) for d in hit["findings"]]
+            error = hit.get("error")
+            if error:
+                report.error, report.error_line, report.error_col = error[0], error[1], error[2]
+            if report.findings:
+                report.lines = decode(data, path).text.split("\n")
+            return report
+        except (KeyError, TypeError, ValueError, IndexError, SourceError):
+            report = FileReport(shown or path)  # a damaged entry: analyse again
+    try:
+        src = decode(data, path)
+    except SourceError as exc:
+        report.error, report.refused = f"could not read: {exc}", True
         return report
     report.lines = src.text.split("\n")
-    report.findings, report.error, report.error_line = _analyse(src, path, settings)
+    seen, restore = _recording(view) if key is not None else ([], lambda: None)
+    try:
+        report.findings, error = _analyse(src, path, settings, codes, options)
+    except Exception as exc:  # noqa: BLE001 - one file's bug must not stop the others
+        report.error, report.internal = f"internal error: {type(exc).__name__}: {exc} (please report it)", True
+        return report
+    finally:
+        restore()
+    if error is not None:
+        report.error, report.error_line, report.error_col = error
+    deps = _deps(view, seen) if key is not None else None
+    if key is not None and deps is not None:
+        cache.put("findings", key, {"findings": [finding_to_json(f) for f in report.findings],
+                                    "error": list(error) if error else None, "deps": deps})
     return report
 
 
@@ -74,9 +168,20 @@ class FixReport:
     applied: list[Finding] = field(default_factory=list)
     left: list[tuple[Finding, str]] = field(default_factory=list)
     error: str | None = None
+    error_line: int = 1
+    error_col: int = 0
+    refused: bool = False  # could not be read: not "checked"
+    internal: bool = False
     diff: str = ""
     changed: bool = False
+    written: bool = False  # the file on disk was replaced
     output: str | None = None  # the fixed text, for stdin
+    lines: list[str] = field(default_factory=list)  # the final text's lines, for --output-format
+
+    def as_file_report(self) -> FileReport:
+        return FileReport(self.path, findings=[f for f, _ in self.left], error=self.error,
+                          error_line=self.error_line, error_col=self.error_col, lines=self.lines,
+                          refused=self.refused, internal=self.internal)
 
 
 def _diff(path: str, old: str, new: str) -> str:
@@ -86,32 +191,41 @@ def _diff(path: str, old: str, new: str) -> str:
             out[-1] += "\n\\ No newline at end of file\n"
         return out
 
-    return "".join(difflib.unified_diff(lines(old), lines(new), f"a/{path}", f"b/{path}"))
+    shown = _diff_path(path)
+    return unified_diff(lines(old), lines(new), f"a/{shown}", f"b/{shown}")
+
+
+def _diff_path(path: str) -> str:
+    """The path as ``git apply`` wants it in a header: relative, normalised, with "/"
+    (``./pkg/m.py`` is ``pkg/m.py``)."""
+    norm = os.path.normpath(path)
+    if os.path.isabs(norm):
+        rel = os.path.relpath(norm)
+        norm = rel if not rel.startswith("..") else norm
+    return Path(norm).as_posix()
 
 
 def fix_one(path: str, settings: Settings, unsafe: bool, diff_only: bool,
             raw: bytes | None = None, shown: str | None = None, project=None) -> FixReport:
     report = FixReport(shown or path)
     try:
-        src = decode(raw) if raw is not None else read_source(path)
+        src = decode(raw, path) if raw is not None else read_source(path)
     except SourceError as exc:
-        report.error = str(exc)
+        report.error, report.refused = f"could not read: {exc}", True
         return report
+    report.lines = src.text.split("\n")
     if raw is not None:
-        report.output = restore_newlines(src, src.text)
+        report.output = restore_newlines(src, src.text)  # the fixed text of stdin (printed unless --diff)
     if file_is_skipped(src.text):
         return report
     try:
         result = fix_source(src.text, path, unsafe=unsafe, wanted=settings.wanted_for(path),
                             options=settings.analysis_options(path), project=project)
-    except SyntaxError as exc:
-        report.error = f"{exc.msg} (line {exc.lineno or 1})"
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        report.error, report.error_line, report.error_col = syntax_error(exc, src.text)
         return report
-    except ValueError as exc:
-        report.error = str(exc)
-        return report
-    except (RecursionError, MemoryError):
-        report.error = "it nests too deeply to analyse"
+    except Exception as exc:  # noqa: BLE001
+        report.error, report.internal = f"internal error: {type(exc).__name__}: {exc} (please report it)", True
         return report
     report.left = result.skipped
     if result.source == src.text:
@@ -121,24 +235,55 @@ def fix_one(path: str, settings: Settings, unsafe: bool, diff_only: bool,
         data = encode(src, result.source)
         report.applied = result.applied
         report.changed = True
+        report.lines = result.source.split("\n")
         if raw is not None:
             report.output = restore_newlines(src, result.source)
-        elif diff_only:
+        if diff_only:
             report.diff = _diff(report.path, src.text, result.source)
-        else:
+        elif raw is None:
             write_atomic(path, data, expected_old=src.raw)
+            report.written = True
+            if _WRITTEN is not None:
+                _WRITTEN.put(report.path)
     except SourceError as exc:
-        report.error = str(exc)
+        report.error = f"could not write: {exc}"
         report.applied, report.changed = [], False
     return report
 
 
-def _check_batch(batch, settings):
-    return [check_one(p, settings) for p in batch]
+# Set in a worker process when the parent was interrupted: stop before the next file.
+_STOP = None
+# In a worker: where each file written goes at once (a pipe), so that the parent can list
+# every file changed even from a worker it had to terminate.
+_WRITTEN = None
+
+
+def _init_worker(stop, written=None) -> None:
+    global _STOP, _WRITTEN
+    _STOP, _WRITTEN = stop, written
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; a file is never cut in half
+
+
+def _stopped() -> bool:
+    return _STOP is not None and _STOP.is_set()
+
+
+def _check_batch(batch, settings, cache=None):
+    out = []
+    for p in batch:
+        if _stopped():
+            break
+        out.append(check_one(p, settings, cache=cache))
+    return out
 
 
 def _fix_batch(batch, settings, unsafe, diff_only, project=None):
-    return [fix_one(p, settings, unsafe, diff_only, project=project) for p in batch]
+    out = []
+    for p in batch:
+        if _stopped():
+            break
+        out.append(fix_one(p, settings, unsafe, diff_only, project=project))
+    return out
 
 
 # ------------------------------------------------------------------ running many files
@@ -180,9 +325,22 @@ def progress_wanted(quiet: bool) -> bool:
     return sys.stderr.isatty()
 
 
+class Interrupted(Exception):
+    """Ctrl-C during :func:`run_many`; ``done`` holds the results of the files finished."""
+
+    def __init__(self, done: list, written: set[str] | None = None):
+        super().__init__("interrupted")
+        self.done = done
+        self.written = written or set()  # paths written by workers whose results did not come back
+
+
 def run_many(func, files: list[str], jobs: int, progress: Progress, *extra) -> list:
     """``func(batch, *extra)`` over ``files`` in batches, in parallel when it pays;
-    results come back in the order of ``files`` whatever finishes first."""
+    results come back in the order of ``files`` whatever finishes first.
+
+    Ctrl-C raises :class:`Interrupted` within about a second: pending batches are
+    cancelled, each worker finishes the file it is on (so a file is old or new, never
+    half written, and each one changed is in ``done``), then the pool is terminated."""
     if not files:
         return []
     size = max(1, min(16, len(files) // (jobs * 4) or 1))
@@ -190,19 +348,77 @@ def run_many(func, files: list[str], jobs: int, progress: Progress, *extra) -> l
     results: dict[int, list] = {}
     if jobs > 1 and len(files) >= 8:
         try:
-            with ProcessPoolExecutor(max_workers=min(jobs, len(batches))) as pool:
+            import multiprocessing
+
+            mp = multiprocessing.get_context()
+            stop, written = mp.Event(), mp.SimpleQueue()
+            pool = ProcessPoolExecutor(max_workers=min(jobs, len(batches)), initializer=_init_worker,
+                                       initargs=(stop, written))
+        except (OSError, NotImplementedError, PermissionError, ImportError):
+            pool = None  # no process pool here (sandbox, no /dev/shm): run serially below
+        if pool is not None:
+            futures = {}
+            try:
                 futures = {pool.submit(func, b, *extra): i for i, b in enumerate(batches)}
                 for fut in as_completed(futures):
                     results[futures[fut]] = fut.result()
                     progress.advance(len(batches[futures[fut]]))
-        except (OSError, NotImplementedError, PermissionError):
-            results = {}  # no process pool here (sandbox, no /dev/shm): run serially below
-    for i, b in enumerate(batches):
-        if i not in results:
-            results[i] = func(b, *extra)
-            progress.advance(len(b))
+                pool.shutdown(wait=True)
+            except KeyboardInterrupt:
+                stop.set()
+                for fut in futures:
+                    fut.cancel()
+                deadline = time.monotonic() + 1.0
+                for fut, i in futures.items():
+                    if i in results or fut.cancelled():
+                        continue
+                    try:
+                        results[i] = fut.result(timeout=max(0.0, deadline - time.monotonic()))
+                    except BaseException:  # noqa: BLE001 - timed out or failed: nothing to report
+                        pass
+                _terminate(pool)
+                progress.close()
+                paths = set()
+                try:
+                    while not written.empty():
+                        paths.add(written.get())
+                except (OSError, EOFError):
+                    pass
+                raise Interrupted([r for i in sorted(results) for r in results[i]], paths) from None
+            except (OSError, PermissionError):
+                _terminate(pool)
+                results = {}
+    done: list = []
+    try:
+        for i, b in enumerate(batches):
+            if i not in results:
+                for p in b:  # one file at a time: Ctrl-C loses at most the file in hand
+                    results.setdefault(i, []).extend(func([p], *extra))
+                progress.advance(len(b))
+    except KeyboardInterrupt:
+        progress.close()
+        done = [r for i in sorted(results) for r in results[i]]
+        raise Interrupted(done) from None
     progress.close()
     return [r for i in range(len(batches)) for r in results[i]]
+
+
+def _terminate(pool: ProcessPoolExecutor) -> None:
+    procs = list(getattr(pool, "_processes", {}).values())
+    try:
+        pool.shutdown(wait=False, cancel_futures=True)
+    except Exception:  # noqa: BLE001
+        pass
+    for proc in procs:
+        try:
+            proc.terminate()
+        except Exception:  # noqa: BLE001
+            pass
+    for proc in procs:
+        try:
+            proc.join(timeout=1.0)
+        except Exception:  # noqa: BLE001
+            pass
 
 
 # ------------------------------------------------------------------ options
@@ -234,9 +450,28 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     files.add_argument("--argument-stores", action="store_true", default=None,
                        help="also report GLF010: stores whose only evidence is a forward argument")
     files.add_argument("--stdin-filename", help="the name of the file read from stdin (for config and messages)")
+    files.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+    files.add_argument("--cache-dir", type=Path, default=None,
+                       help=f"where the cache lives (default: $GRAPHLEAF_CACHE_DIR, else {DIR_NAME} in the project root)")
+    files.add_argument("--show-settings", action="store_true", help="print the settings in effect and exit")
+    files.add_argument("--show-files", action="store_true", help="print the files that would be checked and exit")
+    out = p.add_argument_group("output")
+    out.add_argument("--output-format", choices=FORMATS, default="text")
+    out.add_argument("-o", "--output-file", type=Path, default=None,
+                     help="write the findings to this file instead of stdout")
+    out.add_argument("--statistics", action="store_true", help="count findings per code")
+    out.add_argument("--exit-zero", action="store_true",
+                     help="exit 0 even when there are findings (usage and internal errors still exit 2)")
     run = p.add_argument_group("running")
     run.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="processes (default: all cores)")
     run.add_argument("-q", "--quiet", action="store_true", help="no summary line, no progress bar")
+
+
+def _add_unsafe(p: argparse.ArgumentParser) -> None:
+    unsafe = p.add_mutually_exclusive_group()
+    unsafe.add_argument("--unsafe-fixes", dest="unsafe_fixes", action="store_true", default=None,
+                        help="also apply fixes that may change behaviour")
+    unsafe.add_argument("--no-unsafe-fixes", dest="unsafe_fixes", action="store_false")
 
 
 def build_parser(command: str | None) -> argparse.ArgumentParser:
@@ -251,17 +486,19 @@ def build_parser(command: str | None) -> argparse.ArgumentParser:
 
     check = sub.add_parser("check", help="report findings (the same as flake8 --select=GLF)")
     _add_common(check)
-    check.add_argument("--output-format", choices=FORMATS, default="text")
-    check.add_argument("--statistics", action="store_true", help="count findings per code")
-    check.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    fixing = check.add_argument_group("fixing (as ruff check)")
+    fixing.add_argument("--fix", action="store_true", help="apply the fixes, then report what is left")
+    fixing.add_argument("--diff", action="store_true", help="print the fixes as a unified diff and write nothing")
+    fixing.add_argument("--show-fixes", action="store_true", help="list the fixes applied (with --fix)")
+    fixing.add_argument("--add-noqa", action="store_true",
+                        help="write '# noqa: GLFnnn' on the line of every finding (merged with an existing noqa)")
+    _add_unsafe(fixing)
 
     fix = sub.add_parser("fix", help="apply fixes in place")
     _add_common(fix)
     fix.add_argument("--diff", action="store_true", help="print a unified diff and write nothing")
-    unsafe = fix.add_mutually_exclusive_group()
-    unsafe.add_argument("--unsafe-fixes", dest="unsafe_fixes", action="store_true", default=None,
-                        help="also apply fixes that may change behaviour")
-    unsafe.add_argument("--no-unsafe-fixes", dest="unsafe_fixes", action="store_false")
+    fix.add_argument("--show-fixes", action="store_true", help="list the fixes applied (the default unless -q)")
+    _add_unsafe(fix)
     fix.add_argument("--exit-non-zero-on-fix", action="store_true", help="exit 1 when something was fixed")
 
     sub.add_parser("rules", help="list the codes with one-line summaries")
@@ -269,7 +506,7 @@ def build_parser(command: str | None) -> argparse.ArgumentParser:
     rule.add_argument("code")
 
     for name, (module, help_text) in LAZY.items():
-        p = sub.add_parser(name, help=help_text, add_help=command != name)
+        p = sub.add_parser(name, help=help_text)
         if command == name:
             p.set_defaults(lazy_module=None)
             try:
@@ -326,23 +563,98 @@ def _plural(n: int, word: str) -> str:
 # ------------------------------------------------------------------ commands
 
 
+def _cache_for(args, settings: Settings) -> Cache:
+    return Cache.open(settings.root, enabled=not args.no_cache, directory=args.cache_dir)
+
+
+def _emit(args, text: str) -> None:
+    """The findings: to --output-file when given, else stdout."""
+    if args.output_file is not None:
+        try:
+            args.output_file.parent.mkdir(parents=True, exist_ok=True)
+            args.output_file.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"--output-file {args.output_file}: {exc.strerror or exc}") from None
+        return
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+def _show_settings(args, settings: Settings) -> int:
+    rows = [
+        ("config file", str(settings.config_file) if settings.config_file else "(none)"),
+        ("project root", str(settings.root)),
+        ("select", ", ".join(settings.select)),
+        ("extend-select", ", ".join(settings.extend_select)),
+        ("ignore", ", ".join(settings.ignore)),
+        ("per-file-ignores", "; ".join(f"{k} = {', '.join(v)}" for k, v in settings.per_file_ignores.items())),
+        ("enabled rules", ", ".join(c for c in all_rules() if settings.enabled(c))),
+        ("unsafe-fixes", str(settings.unsafe_fixes).lower()),
+        ("module-bases", ", ".join(sorted(settings.module_bases))),
+        ("exclude", ", ".join(settings.exclude)),
+        ("extend-exclude", ", ".join(settings.extend_exclude)),
+        ("respect-gitignore", str(settings.respect_gitignore).lower()),
+        ("cache", "off" if args.no_cache else str(_cache_for(args, settings).directory)),
+    ]
+    width = max(len(k) for k, _ in rows)
+    sys.stdout.write("".join(f"{k:<{width}} = {v}\n" for k, v in rows))
+    return 0
+
+
+def _show_files(args, settings: Settings) -> int:
+    paths = [p for p in (args.paths or ["."]) if p != STDIN]
+    found = discover(paths, settings, force_exclude=args.force_exclude)
+    for p in found.files:
+        sys.stdout.write(p + "\n")
+    for p, why in found.errors:
+        sys.stderr.write(f"graphleaf: {p}: {why}\n")
+    return 0
+
+
+def _summary_counts(reports) -> tuple[int, int, int, int]:
+    """(checked, findings, errors, internal): a file refused (missing, unreadable, not
+    decodable, too large) is not counted as checked."""
+    checked = sum(1 for r in reports if not r.refused)
+    errors = sum(1 for r in reports if r.error)
+    internal = sum(1 for r in reports if getattr(r, "internal", False))
+    findings = sum(len(r.findings) for r in reports)
+    return checked, findings, errors, internal
+
+
 def cmd_check(args) -> int:
     settings = settings_from(args)
+    if args.unsafe_fixes is not None:
+        settings.unsafe_fixes = args.unsafe_fixes
+    if args.show_settings:
+        return _show_settings(args, settings)
+    if args.show_files:
+        return _show_files(args, settings)
+    if args.add_noqa:
+        return cmd_add_noqa(args, settings)
+    if args.diff or (args.fix and STDIN in (args.paths or [])):
+        return _fix_command(args, settings, diff=args.diff, from_check=True)
+    fixed_note = None
+    if args.fix:
+        fixed_note = _fix_for_check(args, settings)
+        if isinstance(fixed_note, int):
+            return fixed_note
     rules = all_rules()
     reports: list[FileReport] = []
     paths = args.paths or ["."]
+    cache = _cache_for(args, settings)
     if STDIN in paths:
         name = args.stdin_filename or "stdin"
         reports.append(check_one(name, settings, raw=_read_stdin(), shown=args.stdin_filename or STDIN))
         paths = [p for p in paths if p != STDIN]
     if paths:
         found = discover(paths, settings, force_exclude=args.force_exclude)
-        reports += [FileReport(p, error=why) for p, why in found.errors]
+        reports += [FileReport(p, error=f"could not read: {why}", refused=True) for p, why in found.errors]
         progress = Progress(len(found.files), progress_wanted(args.quiet))
-        reports += run_many(_check_batch, found.files, max(1, args.jobs), progress, settings)
-        checked = len(found.files)
-    else:
-        checked = 1
+        try:
+            reports += run_many(_check_batch, found.files, max(1, args.jobs), progress, settings, cache)
+        except Interrupted:
+            sys.stderr.write("graphleaf: interrupted\n")
+            return 130
     reports.sort(key=lambda r: r.path)
     out = render(args.output_format, reports, rules, settings.unsafe_fixes)
     if args.statistics:
@@ -351,87 +663,198 @@ def cmd_check(args) -> int:
             out += stats
         else:
             sys.stderr.write(stats)
-    sys.stdout.write(out)
-    sys.stdout.flush()
-    findings = sum(len(r.findings) for r in reports)
-    errors = sum(1 for r in reports if r.error)
+    _emit(args, out)
+    checked, findings, errors, internal = _summary_counts(reports)
     if not args.quiet:
+        if fixed_note:
+            sys.stderr.write(fixed_note)
         fixable = sum(1 for r in reports for f in r.findings if f.fix is not None)
         if findings or errors:
-            line = f"Found {_plural(findings, 'finding')} in {_plural(checked, 'file')} checked"
+            line = f"Found {_plural(findings + errors, 'finding')} in {_plural(checked, 'file')} checked"
             if fixable:
-                line += f" ({fixable} fixable with `graphleaf fix`)"
+                line += f" ({fixable} fixable with `graphleaf check --fix`)"
             if errors:
-                line += f"; {_plural(errors, 'path')} could not be read or parsed (GLF900)"
+                line += f"; {_plural(errors, 'file')} could not be read or parsed (GLF900)"
             sys.stderr.write(line + ".\n")
         else:
             sys.stderr.write(f"All clear: {_plural(checked, 'file')} checked, no findings.\n")
-    if errors:
+    if internal:
         return 2
-    if findings and not args.exit_zero:
+    if (findings or errors) and not args.exit_zero:
         return 1
     return 0
 
 
-def _fix_lines(report: FixReport, out) -> None:
-    for f in report.applied:
-        out.write(f"{report.path}:{f.line}:{f.col + 1}: {f.code} fixed: {f.fix.description if f.fix else ''}\n")
-    for f, why in report.left:
-        out.write(f"{report.path}:{f.line}:{f.col + 1}: {f.code} left: {why}: {f.message}\n")
+def _fix_lines(report: FixReport, out, show_fixed: bool = True, show_left: bool = True) -> None:
+    if show_fixed:
+        for f in report.applied:
+            out.write(f"{report.path}:{f.line}:{f.col + 1}: {f.code} fixed: {f.fix.description if f.fix else ''}\n")
+    if show_left:
+        for f, why in report.left:
+            out.write(f"{report.path}:{f.line}:{f.col + 1}: {f.code} left: {why}: {f.message}\n")
 
 
-def cmd_fix(args) -> int:
-    settings = settings_from(args)
-    unsafe = settings.unsafe_fixes if args.unsafe_fixes is None else args.unsafe_fixes
+def _run_fix(args, settings: Settings, unsafe: bool, diff: bool) -> tuple[list[FixReport], bool]:
+    """(reports, interrupted)."""
     paths = args.paths or ["."]
     reports: list[FixReport] = []
-    stdin_report = None
     if STDIN in paths:
         name = args.stdin_filename or "stdin"
-        stdin_report = fix_one(name, settings, unsafe, True, raw=_read_stdin(), shown=args.stdin_filename or STDIN)
-        reports.append(stdin_report)
+        reports.append(fix_one(name, settings, unsafe, diff, raw=_read_stdin(), shown=args.stdin_filename or STDIN))
         paths = [p for p in paths if p != STDIN]
+    interrupted = False
     if paths:
         found = discover(paths, settings, force_exclude=args.force_exclude)
-        reports += [FixReport(p, error=why) for p, why in found.errors]
+        reports += [FixReport(p, error=f"could not read: {why}", refused=True) for p, why in found.errors]
         progress = Progress(len(found.files), progress_wanted(args.quiet))
-        project = project_index(list(found.files))  # once, over every checked file: who reads what
-        reports += run_many(_fix_batch, found.files, max(1, args.jobs), progress, settings, unsafe, args.diff, project)
+        try:
+            project = project_index(list(found.files))  # once, over every checked file: who reads what
+            reports += run_many(_fix_batch, found.files, max(1, args.jobs), progress, settings, unsafe, diff, project)
+        except Interrupted as exc:
+            reports += exc.done
+            known = {r.path for r in exc.done if getattr(r, "written", False)}
+            reports += [FixReport(p, written=True, changed=True) for p in sorted(exc.written - known)]
+            interrupted = True
     reports.sort(key=lambda r: r.path)
+    return reports, interrupted
+
+
+def _report_interrupt(reports: list[FixReport]) -> int:
+    written = [r.path for r in reports if r.written]
+    sys.stderr.write(f"graphleaf: interrupted; {_plural(len(written), 'file')} changed before stopping"
+                     + (":\n" if written else ".\n"))
+    for p in written:
+        sys.stderr.write(f"  {p}\n")
+    sys.stderr.write("every other file is as it was (each file is replaced in one rename)\n")
+    sys.stderr.flush()
+    return 130
+
+
+def _fixed_summary(reports: list[FixReport]) -> str:
+    """ruff's --show-fixes list: each file with the count of each code fixed."""
+    lines = []
+    for r in reports:
+        if not r.applied:
+            continue
+        lines.append(f"- {r.path}:")
+        counts = Counter(f.code for f in r.applied)
+        for code in sorted(counts):
+            lines.append(f"    {counts[code]} x {code} ({all_rules().get(code, '')})")
+    total = sum(len(r.applied) for r in reports)
+    return (f"Fixed {_plural(total, 'finding')}:\n" + "".join(l + "\n" for l in lines)) if total else ""
+
+
+def _fix_for_check(args, settings: Settings):
+    """``check --fix``: apply, then the check reports what is left.  Returns the note to
+    print, or an exit code when interrupted."""
+    unsafe = settings.unsafe_fixes
+    reports, interrupted = _run_fix(args, settings, unsafe, diff=False)
+    if interrupted:
+        return _report_interrupt(reports)
+    if args.show_fixes:
+        return _fixed_summary(reports)
+    total = sum(len(r.applied) for r in reports)
+    return f"Fixed {_plural(total, 'finding')}.\n" if total else None
+
+
+def _fix_command(args, settings: Settings, diff: bool, from_check: bool = False) -> int:
+    if from_check:
+        unsafe = settings.unsafe_fixes
+    else:
+        unsafe = settings.unsafe_fixes if args.unsafe_fixes is None else args.unsafe_fixes
+    reports, interrupted = _run_fix(args, settings, unsafe, diff)
+    if interrupted:
+        return _report_interrupt(reports)
+    stdin_report = next((r for r in reports if r.output is not None), None)
+    structured = args.output_format != "text" or args.output_file is not None
     # With --diff or stdin the fixed text goes to stdout, so the report goes to stderr.
-    info = sys.stderr if (args.diff or stdin_report is not None) else sys.stdout
-    if stdin_report is not None and stdin_report.output is not None:
+    info = sys.stderr if (diff or stdin_report is not None or structured) else sys.stdout
+    if stdin_report is not None and not diff:
         sys.stdout.write(stdin_report.output)
     for r in reports:
         if r.diff:
             sys.stdout.write(r.diff)
+    if structured:
+        rendered = render(args.output_format, [r.as_file_report() for r in reports], all_rules(), unsafe)
+        if args.output_file is not None or not (diff or stdin_report is not None):
+            _emit(args, rendered)
+        else:
+            sys.stderr.write(rendered)
     for r in reports:
-        if r.error:
-            info.write(f"{r.path}:1:1: GLF900 could not parse: {r.error}\n")
-        if not args.quiet:
-            _fix_lines(r, info)
+        if r.error and not structured:
+            info.write(f"{r.path}:{r.error_line}:{r.error_col + 1}: GLF900 {r.error}\n")
+        if not args.quiet and not structured:
+            _fix_lines(r, info, show_fixed=not from_check or args.show_fixes)
+    if args.statistics:
+        fixed = Counter(f.code for r in reports for f in r.applied)
+        left = Counter(f.code for r in reports for f, _ in r.left)
+        left.update("GLF900" for r in reports if r.error)
+        rules = all_rules()
+        for code in sorted(set(fixed) | set(left)):
+            info.write(f"{fixed[code]:<5} fixed {left[code]:<5} left  {code} {rules.get(code, '')}\n")
     sys.stdout.flush()
     applied = sum(len(r.applied) for r in reports)
     changed = sum(1 for r in reports if r.changed)
     left = [f for r in reports for f, _ in r.left]
     need_unsafe = sum(1 for f in left if f.fix is not None and f.fix.applicability != SAFE and not unsafe)
     errors = sum(1 for r in reports if r.error)
+    internal = sum(1 for r in reports if r.internal)
     if not args.quiet:
-        verb = "Would fix" if args.diff else "Fixed"
+        verb = "Would fix" if diff else "Fixed"
         line = f"{verb} {_plural(applied, 'finding')} in {_plural(changed, 'file')}"
         line += f"; {len(left)} left"
         if left:
             line += f" ({need_unsafe} with an unsafe fix: add --unsafe-fixes)" if need_unsafe else " (no automatic fix)"
         if errors:
-            line += f"; {_plural(errors, 'path')} could not be read, parsed or written (GLF900)"
+            line += f"; {_plural(errors, 'file')} could not be read, parsed or written (GLF900)"
         info.write(line + ".\n")
-    if errors:
+    if internal:
         return 2
-    if args.diff:
+    if args.exit_zero:
+        return 0
+    if errors:
+        return 1
+    if diff:
         return 1 if changed else 0
-    if left or (args.exit_non_zero_on_fix and changed):
+    if left or (getattr(args, "exit_non_zero_on_fix", False) and changed):
         return 1
     return 0
+
+
+def cmd_fix(args) -> int:
+    settings = settings_from(args)
+    if args.show_settings:
+        return _show_settings(args, settings)
+    if args.show_files:
+        return _show_files(args, settings)
+    return _fix_command(args, settings, diff=args.diff)
+
+
+def cmd_add_noqa(args, settings: Settings) -> int:
+    """``check --add-noqa``: a ``# noqa: CODE`` on the line of each finding, merged
+    into a noqa comment already there; running it twice changes nothing more."""
+    paths = [p for p in (args.paths or ["."]) if p != STDIN]
+    found = discover(paths, settings, force_exclude=args.force_exclude)
+    for p, why in found.errors:
+        sys.stderr.write(f"{p}:1:1: GLF900 could not read: {why}\n")
+    added = files = 0
+    for path in found.files:
+        report = check_one(path, settings)
+        if not report.findings:
+            continue
+        src = read_source(path)
+        new_text, n = add_noqa(src.text, [(f.line, f.code) for f in report.findings])
+        if n:
+            try:
+                write_atomic(path, encode(src, new_text), expected_old=src.raw)
+            except SourceError as exc:
+                sys.stderr.write(f"{path}:1:1: GLF900 could not write: {exc}\n")
+                continue
+            added += n
+            files += 1
+    if not args.quiet:
+        sys.stderr.write(f"Added {_plural(added, 'noqa directive')} in {_plural(files, 'file')}.\n")
+    return 1 if found.errors and not args.exit_zero else 0
 
 
 def cmd_rules(args) -> int:
@@ -492,6 +915,12 @@ def main(argv: list[str] | None = None) -> int:
         except OSError:
             pass
         return 1
+    except Exception as exc:  # noqa: BLE001 - an internal error: one line, exit 2
+        if os.environ.get("GRAPHLEAF_DEBUG"):
+            raise
+        sys.stderr.write(f"graphleaf: internal error: {type(exc).__name__}: {exc} "
+                         f"(set GRAPHLEAF_DEBUG=1 for the traceback, and please report it)\n")
+        return 2
 
 
 if __name__ == "__main__":

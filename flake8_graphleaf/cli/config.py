@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -185,17 +186,101 @@ def from_table(table: dict, root: Path, config_file: Path | None) -> Settings:
     return s
 
 
+FLAKE8_FILES = ("setup.cfg", "tox.ini", ".flake8")  # flake8's own order within a folder
+
+
+def find_flake8_config(start: Path) -> Path | None:
+    """The flake8 configuration flake8 itself would read: in the nearest folder at or above
+    ``start`` that has a ``[flake8]`` section in setup.cfg, tox.ini or .flake8."""
+    import configparser
+
+    start = start.resolve()
+    if start.is_file():
+        start = start.parent
+    for folder in (start, *start.parents):
+        for name in FLAKE8_FILES:
+            candidate = folder / name
+            if not candidate.is_file():
+                continue
+            parser = configparser.RawConfigParser()
+            try:
+                parser.read(candidate, encoding="utf-8")
+            except (configparser.Error, OSError, UnicodeDecodeError):
+                continue
+            if parser.has_section("flake8"):
+                return candidate
+    return None
+
+
+def _glf_codes(value: str) -> list[str]:
+    """The GLF codes of a flake8 code list (E501, GLF001 ...); G / GL select GLF as in flake8."""
+    out = []
+    for c in value.replace(",", " ").split():
+        c = c.strip().upper()
+        if c.startswith("GLF"):
+            out.append(c)
+        elif c and "GLF".startswith(c):
+            out.append("GLF")
+    return out
+
+
+def from_flake8(path: Path) -> Settings:
+    """GLF settings from a flake8 config's ``[flake8]`` section: ``select``, ``extend-select``,
+    ``ignore``, ``extend-ignore``, ``per-file-ignores`` (GLF codes only) and
+    ``graphleaf-module-bases``, so that ``graphleaf check`` reports what flake8 reports."""
+    import configparser
+
+    parser = configparser.RawConfigParser()
+    try:
+        parser.read(path, encoding="utf-8")
+    except (configparser.Error, OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from None
+    section = {k.replace("_", "-"): v for k, v in parser.items("flake8")}
+    s = Settings(root=path.parent.resolve(), config_file=path)
+    if "select" in section:
+        s.select = _glf_codes(section["select"])  # flake8: a select without GLF turns GLF off
+    if "extend-select" in section:
+        s.extend_select = _glf_codes(section["extend-select"])
+    ignore = _glf_codes(section.get("ignore", "")) + _glf_codes(section.get("extend-ignore", ""))
+    if ignore:
+        s.ignore = ignore
+    pfi = section.get("per-file-ignores", "")
+    if pfi.strip():
+        # flake8's format: "pattern: codes" entries separated by newlines or whitespace.
+        for chunk in re.split(r"\s*\n\s*|\s+(?=[^\s:]+\s*:)", pfi.strip()):
+            if ":" not in chunk:
+                continue
+            pattern, _, codes = chunk.rpartition(":")
+            glf = _glf_codes(codes)
+            for pat in pattern.replace(",", " ").split():
+                if glf:
+                    s.per_file_ignores.setdefault(pat, []).extend(glf)
+    bases = section.get("graphleaf-module-bases", "")
+    if bases.strip():
+        s.module_bases = frozenset(b.strip() for b in bases.replace("\n", ",").split(",") if b.strip())
+    return s
+
+
 def load(start: Path, explicit: Path | None = None, isolated: bool = False) -> Settings:
-    """Settings from ``explicit`` or the nearest pyproject.toml above ``start``."""
+    """Settings from ``explicit``, else the nearest pyproject.toml with ``[tool.graphleaf]``,
+    else the flake8 config flake8 would read (``[flake8]`` in setup.cfg / tox.ini / .flake8,
+    GLF codes only), else the defaults (with the nearest pyproject.toml's folder as root)."""
     if isolated:
         return Settings(root=Path.cwd().resolve())
     path = explicit if explicit is not None else find_pyproject(start)
     if explicit is not None and not explicit.is_file():
         raise ConfigError(f"{explicit}: no such config file")
+    if explicit is not None and explicit.suffix != ".toml":
+        return from_flake8(explicit)
+    data = _load_toml(path) if path is not None else {}
+    table = data.get("tool", {}).get("graphleaf")
+    if table is None and explicit is None:
+        flake8_cfg = find_flake8_config(start)
+        if flake8_cfg is not None:
+            return from_flake8(flake8_cfg)
     if path is None:
         return Settings(root=Path.cwd().resolve())
-    data = _load_toml(path)
-    table = data.get("tool", {}).get("graphleaf", {})
+    table = table if table is not None else {}
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [tool.graphleaf] must be a table")
     return from_table(table, path.parent.resolve(), path)

@@ -190,7 +190,7 @@ def discover(paths: list[str], settings: Settings, force_exclude: bool = False) 
     for given in paths:
         p = Path(given)
         if not os.path.lexists(given):
-            result.errors.append((given, "no such file or directory"))
+            result.errors.append((given, "No such file or directory"))
             continue
         if p.is_dir():
             if force_exclude and is_excluded(given, settings):

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib.resources import files
 from pathlib import Path
 from urllib.parse import quote
 
@@ -21,6 +24,34 @@ from ..analysis.findings import SAFE, Finding
 
 FORMATS = ("text", "concise", "json", "sarif", "github")
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+# Each rule's page, in the repository (docs/rules/ holds the same pages as rule_docs/).
+RULE_URL = "https://github.com/flake8-graphleaf/flake8-graphleaf/blob/main/docs/rules/{code}.md"
+
+# SARIF "precision" (GitHub code scanning): how often a finding of the rule is right,
+# from the review of torch, timm, transformers and lightning in docs/precision.md.
+PRECISION = {"GLF101": "very-high", "GLF102": "very-high", "GLF900": "very-high",
+             "GLF103": "medium", "GLF202": "medium"}
+TAGS = {"GLF0": ["correctness", "pytorch", "deepcopy"], "GLF1": ["deprecated-api", "pytorch", "deepcopy"],
+        "GLF2": ["correctness", "pytorch", "deepcopy"], "GLF9": ["syntax"]}
+
+
+def rule_url(code: str) -> str:
+    return RULE_URL.format(code=code)
+
+
+@lru_cache(maxsize=None)
+def rule_page(code: str) -> tuple[str, str]:
+    """(markdown of the rule's page, its "What it does" text as one paragraph); empty
+    strings when the page is not installed."""
+    try:
+        text = (files("flake8_graphleaf") / "rule_docs" / f"{code}.md").read_text(encoding="utf-8")
+    except (FileNotFoundError, NotADirectoryError, OSError):
+        return "", ""
+    what = ""
+    m = re.search(r"^## What it does\s*\n(.*?)(?:\n\s*\n|\n## )", text, re.S | re.M)
+    if m:
+        what = " ".join(m.group(1).split())
+    return text, what
 
 
 @dataclass
@@ -29,18 +60,21 @@ class FileReport:
     findings: list[Finding] = field(default_factory=list)
     error: str | None = None  # one line, for GLF900
     error_line: int = 1
+    error_col: int = 0  # 0-based, as flake8 gives E999 (SyntaxError.offset)
     lines: list[str] = field(default_factory=list)  # the analysed text's lines, for columns and context
+    refused: bool = False  # could not be read at all: not counted as checked
+    internal: bool = False  # a bug of graphleaf's (exit 2)
 
 
-def error_finding(message: str, line: int = 1) -> Finding:
-    return Finding(code="GLF900", line=line, col=0, message=f"could not parse: {message}")
+def error_finding(message: str, line: int = 1, col: int = 0) -> Finding:
+    return Finding(code="GLF900", line=line, col=col, message=message)
 
 
 def all_findings(reports: list[FileReport]) -> list[tuple[FileReport, Finding]]:
     out = []
     for r in reports:
         if r.error is not None:
-            out.append((r, error_finding(r.error, r.error_line)))
+            out.append((r, error_finding(r.error, r.error_line, r.error_col)))
         out += [(r, f) for f in r.findings]
     return out
 
@@ -53,6 +87,14 @@ def char_col(report: FileReport, line: int, byte_col: int | None) -> int:
         text = report.lines[line - 1]
         return len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
     return byte_col
+
+
+def start_col(report: FileReport, f: Finding) -> int:
+    """The 1-based character column of json, sarif and github.  A parse error's is
+    ``SyntaxError.offset`` (ruff's column), where flake8's text shows offset + 1."""
+    if f.code == "GLF900":
+        return max(1, f.col)
+    return char_col(report, f.line, f.col) + 1
 
 
 def flake8_line(report: FileReport, f: Finding) -> str:
@@ -96,7 +138,7 @@ def _loc(row: int, col: int) -> dict:
 def render_json(reports: list[FileReport]) -> str:
     items = []
     for report, f in all_findings(reports):
-        start = char_col(report, f.line, f.col) + 1
+        start = start_col(report, f)
         end_line = f.end_line or f.line
         end = char_col(report, end_line, f.end_col) + 1 if f.end_col is not None else start
         fix = None
@@ -120,7 +162,7 @@ def render_json(reports: list[FileReport]) -> str:
             "location": _loc(f.line, start),
             "end_location": _loc(end_line, end),
             "fix": fix,
-            "url": None,
+            "url": rule_url(f.code),
             "noqa_row": f.line,
         })
     return json.dumps(items, indent=2, ensure_ascii=False) + "\n"
@@ -145,7 +187,7 @@ def render_sarif(reports: list[FileReport], rules: dict[str, str]) -> str:
     results = []
     for report, f in all_findings(reports):
         uri = _uri(report.path) if report.path != "-" else "stdin"
-        start = char_col(report, f.line, f.col) + 1
+        start = start_col(report, f)
         end_line = f.end_line or f.line
         end = char_col(report, end_line, f.end_col) + 1 if f.end_col is not None else start
         result = {
@@ -185,15 +227,8 @@ def render_sarif(reports: list[FileReport], rules: dict[str, str]) -> str:
                     "name": "graphleaf",
                     "fullName": "flake8-graphleaf",
                     "version": __version__,
-                    "rules": [
-                        {
-                            "id": code,
-                            "shortDescription": {"text": rules[code]},
-                            "help": {"text": f"graphleaf rule {code}"},
-                            "defaultConfiguration": {"level": "error"},
-                        }
-                        for code in rule_ids
-                    ],
+                    "informationUri": "https://github.com/flake8-graphleaf/flake8-graphleaf",
+                    "rules": [_sarif_rule(code, rules[code]) for code in rule_ids],
                 }
             },
             "columnKind": "unicodeCodePoints",
@@ -202,6 +237,25 @@ def render_sarif(reports: list[FileReport], rules: dict[str, str]) -> str:
         }],
     }
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def _sarif_rule(code: str, summary: str) -> dict:
+    markdown, what = rule_page(code)
+    text = re.sub(r"[`*]", "", markdown) if markdown else f"{code}: {summary}. See {rule_url(code)}"
+    return {
+        "id": code,
+        "name": (re.match(r"# ([\w-]+)", markdown).group(1) if re.match(r"# ([\w-]+)", markdown) else code),
+        "shortDescription": {"text": summary},
+        "fullDescription": {"text": what or summary},
+        "help": {"text": text, "markdown": markdown or text},
+        "helpUri": rule_url(code),
+        "defaultConfiguration": {"level": "error"},
+        "properties": {
+            "tags": TAGS.get(code[:4], ["pytorch"]),
+            "precision": PRECISION.get(code, "high"),
+            "problem.severity": "error",
+        },
+    }
 
 
 def _escape_data(s: str) -> str:
@@ -215,7 +269,7 @@ def _escape_property(s: str) -> str:
 def render_github(reports: list[FileReport]) -> str:
     out = []
     for report, f in all_findings(reports):
-        col = char_col(report, f.line, f.col) + 1
+        col = start_col(report, f)
         props = f"file={_escape_property(report.path)},line={f.line},col={col}"
         if f.end_line is not None and f.end_col is not None:
             props += f",endLine={f.end_line},endColumn={char_col(report, f.end_line, f.end_col) + 1}"

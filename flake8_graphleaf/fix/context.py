@@ -24,6 +24,23 @@ class Context:
         self.imports = imports
         self._parents: dict | None = None
         self.project = None  # usage.ProjectReads, or None: any attribute may be read elsewhere
+        self._reads: dict | None = None
+
+    def reads_of(self, attr: str) -> list[ast.AST]:
+        """Every node of the file that reads ``.attr`` or names it in a string (an index
+        built once per file, so that each fix's question costs the size of its method)."""
+        if self._reads is None:
+            reads: dict[str, list[ast.AST]] = {}
+            parents = self.parents
+            for n in ast.walk(self.tree):
+                if isinstance(n, ast.Attribute):
+                    stored = isinstance(n.ctx, ast.Store) and not isinstance(parents.get(n), ast.AugAssign)
+                    if not stored:
+                        reads.setdefault(n.attr, []).append(n)
+                elif isinstance(n, ast.Constant) and isinstance(n.value, str):
+                    reads.setdefault(n.value, []).append(n)
+            self._reads = reads
+        return self._reads.get(attr, [])
 
     @property
     def parents(self) -> dict:
@@ -84,18 +101,11 @@ def method_self_name(method) -> str:
 
 def read_elsewhere(ctx: Context, method, attr: str) -> bool:
     """Is ``.attr`` read, or named in a string, anywhere in the file outside ``method``?"""
+    readers = ctx.reads_of(attr)
+    if not readers:
+        return False
     inside = set(map(id, ast.walk(method)))
-    for n in ast.walk(ctx.tree):
-        if id(n) in inside:
-            continue
-        if isinstance(n, ast.Attribute) and n.attr == attr:
-            parent = ctx.parents.get(n)
-            stored = isinstance(n.ctx, ast.Store) and not isinstance(parent, ast.AugAssign)
-            if not stored:
-                return True
-        if isinstance(n, ast.Constant) and n.value == attr:
-            return True
-    return False
+    return any(id(n) not in inside for n in readers)
 
 
 def wrap(ctx: Context, node: ast.AST) -> str:
@@ -111,6 +121,20 @@ def fresh_name(attr: str, method, tree) -> str:
     used = {n.id for n in ast.walk(method) if isinstance(n, ast.Name)}
     used |= {a.arg for a in ast.walk(method) if isinstance(a, ast.arg)}
     used |= {n.name for n in ast.walk(method) if isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))}
+    module = module_names(tree)  # looked up, not copied: it holds every class of the file
+    name = base
+    while name in used or name in module or keyword.iskeyword(name) or hasattr(builtins, name):
+        name += "_"
+    return name
+
+
+def module_names(tree) -> frozenset[str]:
+    """Names bound at module level, and every name an import binds anywhere in the file;
+    computed once per tree (kept on it) however many fixes ask."""
+    cached = getattr(tree, "_graphleaf_module_names", None)
+    if cached is not None:
+        return cached
+    used: set[str] = set()
     for stmt in tree.body:
         if isinstance(stmt, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
             used.add(stmt.name)
@@ -119,10 +143,9 @@ def fresh_name(attr: str, method, tree) -> str:
         else:
             used |= {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)}
     used |= {(a.asname or a.name).split(".")[0] for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
-    name = base
-    while name in used or keyword.iskeyword(name) or hasattr(builtins, name):
-        name += "_"
-    return name
+    result = frozenset(used)
+    tree._graphleaf_module_names = result
+    return result
 
 
 def top_statement(method, node, parents) -> ast.stmt | None:

@@ -4,6 +4,7 @@ which files to read and writes them (atomically) with ``flake8_graphleaf.writer`
 from __future__ import annotations
 
 import ast
+import bisect
 from dataclasses import dataclass, field
 
 from ..analysis import Options
@@ -39,25 +40,68 @@ def apply_edits(source: str, edits: list[Edit]) -> str:
             return len(source)
         return offsets[line - 1] + col
 
-    out = source
+    # Cut the text once at every edit (in order) and join the pieces: linear in the
+    # text and the number of edits, where slicing per edit would copy the text each time.
+    pieces: list[str] = []
+    cursor = len(source)
     for e in sorted(edits, key=lambda e: (e.line, e.col, e.end_line, e.end_col), reverse=True):
-        out = out[: pos(e.line, e.col)] + e.content + out[pos(e.end_line, e.end_col):]
-    return out
+        start, end = pos(e.line, e.col), pos(e.end_line, e.end_col)
+        pieces.append(source[min(end, cursor):cursor])
+        pieces.append(e.content)
+        cursor = min(start, cursor)
+    pieces.append(source[:cursor])
+    return "".join(reversed(pieces))
 
 
 def _span(e: Edit) -> tuple[tuple[int, int], tuple[int, int]]:
     return (e.line, e.col), (e.end_line, e.end_col)
 
 
+def _clash(x: Edit, y: Edit) -> bool:
+    (xs, xe), (ys, ye) = _span(x), _span(y)
+    if xs < ye and ys < xe:
+        return True
+    return xs == xe == ys == ye  # two insertions at one point
+
+
 def _overlaps(a: list[Edit], b: list[Edit]) -> bool:
-    for x in a:
-        for y in b:
-            (xs, xe), (ys, ye) = _span(x), _span(y)
-            if xs < ye and ys < xe:
-                return True
-            if xs == xe == ys == ye:  # two insertions at one point
-                return True
-    return False
+    return any(_clash(x, y) for x in a for y in b)
+
+
+class _Taken:
+    """The edits chosen so far in one round, sorted by start; they never overlap, so an
+    edit can only clash with the few whose start is near its own (bisect, not a scan)."""
+
+    def __init__(self):
+        self.keys: list[tuple[tuple[int, int], tuple[int, int]]] = []
+        self.edits: list[Edit] = []
+
+    def clashes(self, new: list[Edit]) -> bool:
+        for y in new:
+            (ys, ye) = _span(y)
+            i = bisect.bisect_left(self.keys, (ys, ys))
+            # Those starting before ``ys``: only the last few can reach it (ends are sorted).
+            j = i - 1
+            while j >= 0 and self.keys[j][1] >= ys:
+                if _clash(self.edits[j], y):
+                    return True
+                j -= 1
+            k = i
+            while k < len(self.keys) and self.keys[k][0] <= ye:
+                if _clash(self.edits[k], y):
+                    return True
+                k += 1
+        return False
+
+    def add(self, new: list[Edit]) -> None:
+        for y in new:
+            key = _span(y)
+            i = bisect.bisect_right(self.keys, key)
+            self.keys.insert(i, key)
+            self.edits.insert(i, y)
+
+    def all(self) -> list[Edit]:
+        return list(self.edits)
 
 
 def fix_source(
@@ -86,7 +130,7 @@ def fix_source(
         analysed = (current, findings)
         noqa = noqa_map(current)
         chosen: list[Finding] = []
-        taken: list[Edit] = []
+        taken = _Taken()
         for f in findings:
             if wanted is not None and not wanted(f.code):
                 continue
@@ -99,13 +143,13 @@ def fix_source(
             if any(f.fix is c.fix for c in chosen):  # one edit fixes several findings (copy-safe)
                 chosen.append(f)
                 continue
-            if _overlaps(taken, list(f.fix.edits)):
+            if taken.clashes(list(f.fix.edits)):
                 continue
             chosen.append(f)
-            taken += list(f.fix.edits)
+            taken.add(list(f.fix.edits))
         if not chosen:
             break
-        new = apply_edits(current, taken)
+        new = apply_edits(current, taken.all())
         try:
             ast.parse(new)
         except SyntaxError:

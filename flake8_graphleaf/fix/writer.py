@@ -11,6 +11,7 @@ the text is encoded as it was (BOM included), and the bytes replace the file in 
 from __future__ import annotations
 
 import ast
+import bisect
 import difflib
 import io
 import os
@@ -53,16 +54,35 @@ def split_lines(text: str) -> list[str]:
     return _LINE.findall(text)
 
 
+def _not_utf8(raw: bytes, encoding: str) -> str | None:
+    """The message for bytes that are not UTF-8 when no coding line says otherwise."""
+    if encoding not in ("utf-8", "utf-8-sig"):
+        return None
+    try:
+        raw.decode("utf-8")
+        return None
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        return (f"bad encoding: byte 0x{raw[exc.start]:02x} on line {line} is not UTF-8 and the file has no "
+                f"PEP 263 coding line; add one (e.g. '# -*- coding: latin-1 -*-') or save the file as UTF-8")
+
+
 def decode(raw: bytes, name: str = "<stdin>") -> Source:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
     except SyntaxError as exc:
+        why = _not_utf8(raw, "utf-8")
+        if why and "coding" not in raw[:200].decode("latin-1"):
+            raise SourceError(why) from None
         raise SourceError(f"bad encoding declaration: {exc.msg if hasattr(exc, 'msg') else exc}") from None
     try:
         original = raw.decode(encoding)
     except UnicodeDecodeError as exc:
+        why = _not_utf8(raw, encoding)
+        if why:
+            raise SourceError(why) from None
         raise SourceError(
-            f"cannot decode as {encoding}: byte 0x{raw[exc.start]:02x} at offset {exc.start}"
+            f"bad encoding: cannot decode as {encoding}: byte 0x{raw[exc.start]:02x} at offset {exc.start}"
         ) from None
     except LookupError:
         raise SourceError(f"unknown encoding {encoding!r}") from None
@@ -72,20 +92,116 @@ def decode(raw: bytes, name: str = "<stdin>") -> Source:
     return Source(text=text, raw=raw, encoding=encoding, endings=endings)
 
 
-def read_source(path: str, max_bytes: int = MAX_BYTES) -> Source:
+def read_bytes(path: str, max_bytes: int = MAX_BYTES) -> bytes:
     if os.path.isdir(path):
-        raise SourceError("is a directory, not a file")
+        raise SourceError("Is a directory, not a file")
     try:
         size = os.path.getsize(path)
         if size > max_bytes:
             raise SourceError(f"file is {size} bytes, larger than the {max_bytes}-byte limit")
         with open(path, "rb") as fh:
-            raw = fh.read()
+            return fh.read()
     except FileNotFoundError:
-        raise SourceError("no such file") from None
+        raise SourceError("No such file or directory") from None
     except OSError as exc:
         raise SourceError(exc.strerror or str(exc)) from None
-    return decode(raw, path)
+
+
+def read_source(path: str, max_bytes: int = MAX_BYTES) -> Source:
+    return decode(read_bytes(path, max_bytes), path)
+
+
+def line_opcodes(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]:
+    """``difflib.SequenceMatcher(None, a, b).get_opcodes()`` in near-linear time on long
+    files: lines that occur once in each (patience diff) anchor the match, and the
+    matcher only runs on the short stretches between anchors."""
+    if len(a) + len(b) < 2000:
+        return difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+    count_a: dict[str, int] = {}
+    for line in a:
+        count_a[line] = count_a.get(line, 0) + 1
+    count_b: dict[str, int] = {}
+    for line in b:
+        count_b[line] = count_b.get(line, 0) + 1
+    where_a = {line: i for i, line in enumerate(a) if count_a[line] == 1 and count_b.get(line) == 1}
+    pairs = [(where_a[line], j) for j, line in enumerate(b) if line in where_a]  # sorted by j
+    # The longest run of pairs increasing in both (patience sorting, O(n log n)).
+    tails: list[int] = []
+    tails_i: list[int] = []
+    back: list[int] = [-1] * len(pairs)
+    for k, (i, _) in enumerate(pairs):
+        pos = bisect.bisect_left(tails, i)
+        if pos == len(tails):
+            tails.append(i)
+            tails_i.append(k)
+        else:
+            tails[pos] = i
+            tails_i[pos] = k
+        back[k] = tails_i[pos - 1] if pos else -1
+    anchors: list[tuple[int, int]] = []
+    k = tails_i[-1] if tails_i else -1
+    while k >= 0:
+        anchors.append(pairs[k])
+        k = back[k]
+    anchors.reverse()
+    out: list[tuple[str, int, int, int, int]] = []
+
+    def add(tag, i1, i2, j1, j2):
+        if i1 == i2 and j1 == j2:
+            return
+        if out and out[-1][0] == tag == "equal":
+            out[-1] = ("equal", out[-1][1], i2, out[-1][3], j2)
+        else:
+            out.append((tag, i1, i2, j1, j2))
+
+    ia = ja = 0
+    for ai, bj in anchors + [(len(a), len(b))]:
+        # the stretch [ia, ai) x [ja, bj): common head and tail, then the matcher on the rest
+        h = 0
+        while ia + h < ai and ja + h < bj and a[ia + h] == b[ja + h]:
+            h += 1
+        t = 0
+        while ai - t > ia + h and bj - t > ja + h and a[ai - t - 1] == b[bj - t - 1]:
+            t += 1
+        add("equal", ia, ia + h, ja, ja + h)
+        mid = difflib.SequenceMatcher(None, a[ia + h:ai - t], b[ja + h:bj - t], autojunk=False)
+        for tag, i1, i2, j1, j2 in mid.get_opcodes():
+            add(tag, i1 + ia + h, i2 + ia + h, j1 + ja + h, j2 + ja + h)
+        add("equal", ai - t, ai, bj - t, bj)
+        if ai < len(a):
+            add("equal", ai, ai + 1, bj, bj + 1)
+        ia, ja = ai + 1, bj + 1
+    return out
+
+
+def unified_diff(old: list[str], new: list[str], fromfile: str, tofile: str, n: int = 3) -> str:
+    """``difflib.unified_diff`` (lines with their endings) on :func:`line_opcodes`."""
+    matcher = difflib.SequenceMatcher(None, old, new)
+    matcher.opcodes = line_opcodes(old, new)  # get_grouped_opcodes reads the cached opcodes
+    out: list[str] = []
+    for group in matcher.get_grouped_opcodes(n):
+        if not out:
+            out += [f"--- {fromfile}\n", f"+++ {tofile}\n"]
+        first, last = group[0], group[-1]
+        out.append(f"@@ -{_range(first[1], last[2])} +{_range(first[3], last[4])} @@\n")
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                out += [" " + line for line in old[i1:i2]]
+                continue
+            if tag in ("replace", "delete"):
+                out += ["-" + line for line in old[i1:i2]]
+            if tag in ("replace", "insert"):
+                out += ["+" + line for line in new[j1:j2]]
+    return "".join(out)
+
+
+def _range(start: int, stop: int) -> str:
+    beginning, length = start + 1, stop - start
+    if length == 1:
+        return f"{beginning}"
+    if not length:
+        beginning -= 1
+    return f"{beginning},{length}"
 
 
 def restore_newlines(source: Source, new_text: str) -> str:
@@ -97,8 +213,12 @@ def restore_newlines(source: Source, new_text: str) -> str:
     endings_old = list(source.endings) + [""] * (len(old_lines) - len(source.endings))
     out: list[str] = []
     dominant = source.newline
-    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    if all(e == dominant for e in source.endings[:-1]) and source.endings[-1:] in ((), (dominant,), ("",)):
+        # Every line ends as the file mostly does: the common case, in linear time.
+        return dominant.join(new_lines)
+    # Mixed endings: match the lines the fix left alone.
+    opcodes = line_opcodes(old_lines, new_lines)
+    for tag, i1, i2, j1, j2 in opcodes:
         for k in range(j2 - j1):
             j = j1 + k
             last = j == len(new_lines) - 1

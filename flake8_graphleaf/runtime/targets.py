@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Callable
 
-__all__ = ["TargetError", "Target", "resolve_target", "load_target", "split_target"]
+__all__ = ["TargetError", "Target", "resolve_target", "load_target", "split_target", "import_beside", "package_of"]
 
 
 class TargetError(Exception):
@@ -70,12 +70,41 @@ def _import_error(what: str, exc: BaseException) -> TargetError:
     return TargetError(f"could not import {what}: {type(exc).__name__}: {exc}{where}")
 
 
+def package_of(full: str) -> tuple[str, str] | None:
+    """(dotted module name, the folder to put on sys.path) for a file inside a package
+    (its folder has an ``__init__.py``), else None."""
+    folder = os.path.dirname(full)
+    stem = os.path.splitext(os.path.basename(full))[0]
+    parts = [] if stem == "__init__" else [stem]
+    inside = False
+    while os.path.isfile(os.path.join(folder, "__init__.py")):
+        inside = True
+        parts.insert(0, os.path.basename(folder))
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    if not inside or not all(p.isidentifier() for p in parts):
+        return None
+    return ".".join(parts), folder
+
+
 def _load_file(path: str) -> ModuleType:
     full = os.path.abspath(path)
     if not os.path.isfile(full):
         raise TargetError(f"bad target: file {path!r} does not exist")
     if not full.endswith(".py"):
         raise TargetError(f"bad target: {path!r} is not a .py file")
+    package = package_of(full)
+    if package is not None:
+        # A file inside a package is imported as part of it, so its relative imports work.
+        dotted, root = package
+        if root not in sys.path:
+            sys.path.insert(0, root)
+        module = _load_module(dotted)
+        if os.path.realpath(getattr(module, "__file__", "") or "") == os.path.realpath(full):
+            return module
+        sys.modules.pop(dotted, None)  # another package of that name came first: load the file alone
     # A unique, importable name so that pickling, dataclasses and tracebacks work.
     stem = os.path.splitext(os.path.basename(full))[0]
     name = f"_graphleaf_target_{stem}_{zlib.crc32(full.encode()):08x}"
@@ -119,6 +148,28 @@ def _load_module(name: str) -> ModuleType:
         raise TargetError(f"could not import module {name!r}: it called sys.exit({exc.code!r}) at import time") from None
     except Exception as exc:  # noqa: BLE001
         raise _import_error(f"module {name!r}", exc) from None
+
+
+def import_beside(path: str, like: ModuleType, tag: str) -> ModuleType:
+    """Import ``path`` (a changed copy of ``like``'s file, kept elsewhere) as a sibling
+    of ``like`` in its package, so that its relative imports (``from .base import X``)
+    resolve as the original's do.  Registered in sys.modules; the caller pops it."""
+    package = getattr(like, "__package__", None) or ""
+    full = os.path.abspath(path)
+    stem = os.path.splitext(os.path.basename(full))[0]
+    base = f"_graphleaf_{tag}_{stem}_{zlib.crc32(full.encode()):08x}"
+    name = f"{package}.{base}" if package else base
+    spec = importlib.util.spec_from_file_location(name, full)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path!r} as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
 
 
 def resolve_target(spec: str) -> Target:

@@ -167,7 +167,14 @@ def _run_pipeline(spec, device, unsafe, workdir, result, orig, modules, torch) -
 
     if fixed_path and fixed_source != source:
         try:
-            fixed = import_file(fixed_path, "fixed", sibling_dir=os.path.dirname(spec.path))
+            if spec.module is not None and getattr(spec.module, "__package__", None):
+                # --model in a package: the fixed copy is imported as a sibling, so its
+                # relative imports resolve (the loader is runtime.targets, as for explain).
+                from ..targets import import_beside
+
+                fixed = import_beside(fixed_path, spec.module, "fixed")
+            else:
+                fixed = import_file(fixed_path, "fixed", sibling_dir=os.path.dirname(spec.path))
         except Exception as exc:  # noqa: BLE001 - e.g. relative imports outside its package
             result.checks["same"] = Check(FAIL, f"the fixed copy does not import: {short_exc(exc)}")
             return

@@ -1,0 +1,92 @@
+"""The findings cache, end to end: ruff's layout, keyed by content, settings and version."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+
+import pytest
+
+from test_cli import BUGGY, run
+
+from flake8_graphleaf.project.cache import Cache, key
+
+
+def test_layout_and_same_findings_cold_and_warm(tmp_path):
+    (tmp_path / "m.py").write_text(BUGGY)
+    (tmp_path / "ok.py").write_text("import torch\n")
+    cold = run("check", "--output-format", "json", ".", cwd=tmp_path)
+    cache = tmp_path / ".graphleaf_cache"
+    assert (cache / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
+    assert (cache / ".gitignore").read_text().splitlines()[-1] == "*"
+    warm = run("check", "--output-format", "json", ".", cwd=tmp_path)
+    assert warm.stdout == cold.stdout and warm.returncode == cold.returncode == 1
+    # an edited file is analysed again
+    (tmp_path / "m.py").write_text(BUGGY.replace("self.out = self.fc(x)", "out = self.fc(x)").replace(
+        "return self.out", "return out"))
+    assert run("check", ".", cwd=tmp_path).returncode == 0
+    # settings are part of the key
+    (tmp_path / "m.py").write_text(BUGGY)
+    assert run("check", "--ignore", "GLF001", ".", cwd=tmp_path).returncode == 0
+    assert run("check", ".", cwd=tmp_path).returncode == 1
+
+
+def test_no_cache_cache_dir_and_env(tmp_path):
+    (tmp_path / "m.py").write_text(BUGGY)
+    run("check", "--no-cache", "m.py", cwd=tmp_path)
+    assert not (tmp_path / ".graphleaf_cache").exists()
+    run("check", "--cache-dir", "elsewhere", "m.py", cwd=tmp_path)
+    assert (tmp_path / "elsewhere" / "CACHEDIR.TAG").exists() and not (tmp_path / ".graphleaf_cache").exists()
+    run("check", "m.py", cwd=tmp_path, env={"GRAPHLEAF_CACHE_DIR": str(tmp_path / "env-cache")})
+    assert (tmp_path / "env-cache" / "CACHEDIR.TAG").exists()
+
+
+def test_corrupt_entries_and_read_only_dir(tmp_path):
+    (tmp_path / "m.py").write_text(BUGGY)
+    first = run("check", "--output-format", "concise", "m.py", cwd=tmp_path)
+    for dirpath, _, files in os.walk(tmp_path / ".graphleaf_cache"):
+        for f in files:
+            if f.endswith(".json"):
+                with open(os.path.join(dirpath, f), "w") as fh:
+                    fh.write("{not json")
+    again = run("check", "--output-format", "concise", "m.py", cwd=tmp_path)
+    assert again.stdout == first.stdout and "Traceback" not in again.stderr
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    try:
+        r = run("check", "--output-format", "concise", "--cache-dir", ro / "c", "m.py", cwd=tmp_path)
+        assert r.stdout == first.stdout and r.returncode == 1 and "Traceback" not in r.stderr
+    finally:
+        ro.chmod(stat.S_IRWXU)
+
+
+def test_store_api(tmp_path):
+    c = Cache.open(tmp_path, enabled=True)
+    k = key(b"source bytes", ("GLF001",))
+    assert c.get("summary", k) is None
+    assert c.put("summary", k, {"classes": ["M"], "n": 1})
+    assert c.get("summary", k) == {"classes": ["M"], "n": 1}
+    assert c.get("findings", k) is None  # kinds are separate
+    assert key(b"a") != key(b"b") and key(b"a") == key(b"a")
+    off = Cache.open(tmp_path, enabled=False)
+    assert not off.put("summary", k, 1) and off.get("summary", k) is None
+    assert not c.put("summary", k, object())  # not JSON-able: refused, nothing raised
+    assert c.get("summary", k) == {"classes": ["M"], "n": 1}
+
+
+def test_an_edited_dependency_invalidates_the_entry(tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "base.py").write_text("import torch.nn as nn\n\n\nclass Base(nn.Module):\n    pass\n")
+    (pkg / "m.py").write_text("from .base import Base\n\n\nclass M(Base):\n    def forward(self, x):\n"
+                              "        self.out = self.fc(x)\n        return self.out\n")
+    first = run("check", "--output-format", "concise", "pkg/m.py", cwd=tmp_path)
+    assert first.returncode == 1 and "GLF001" in first.stdout
+    (pkg / "base.py").write_text("class Base:\n    pass\n")  # no longer a module
+    warm = run("check", "--output-format", "concise", "pkg/m.py", cwd=tmp_path)
+    cold = run("check", "--no-cache", "--output-format", "concise", "pkg/m.py", cwd=tmp_path)
+    assert (warm.returncode, warm.stdout) == (cold.returncode, cold.stdout)
