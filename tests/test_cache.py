@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import os
 import stat
-import sys
 
-import pytest
 
 from test_cli import BUGGY, run
 

@@ -8,7 +8,6 @@ changes to make), 2 a usage error or a file that could not be read or parsed.
 from __future__ import annotations
 
 import argparse
-import difflib
 import importlib
 import os
 import signal
@@ -24,6 +23,7 @@ from ..fix.attach import analyze_with_fixes
 from .config import ConfigError, Settings, check_codes, load
 from .errors import syntax_error
 from .cached import finding_from_json, finding_to_json
+from ..project.resolver import shared_resolver
 from ..project.cache import DIR_NAME, Cache, key as cache_key
 from .files import discover
 from ..analysis.findings import SAFE, Finding
@@ -269,6 +269,8 @@ def _stopped() -> bool:
 
 
 def _check_batch(batch, settings, cache=None):
+    if cache is not None and cache.enabled:
+        shared_resolver().index.cache = cache  # the project index keeps its summaries there too
     out = []
     for p in batch:
         if _stopped():
