@@ -159,7 +159,13 @@ def import_beside(path: str, like: ModuleType, tag: str) -> ModuleType:
     stem = os.path.splitext(os.path.basename(full))[0]
     base = f"_graphleaf_{tag}_{stem}_{zlib.crc32(full.encode()):08x}"
     name = f"{package}.{base}" if package else base
-    spec = importlib.util.spec_from_file_location(name, full)
+    return exec_file(full, name)
+
+
+def exec_file(path: str, name: str) -> ModuleType:
+    """Run the file ``path`` as a module named ``name`` (registered in sys.modules while it runs;
+    removed again if it raises)."""
+    spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load {path!r} as a Python module")
     module = importlib.util.module_from_spec(spec)

@@ -4,12 +4,12 @@ Never imports torch itself (the fixture does)."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 import types
 import zlib
 
+from ..targets import exec_file
 from .results import Spec, UsageError
 
 
@@ -18,20 +18,10 @@ def import_file(path: str, tag: str, sibling_dir: str | None = None) -> types.Mo
     full = os.path.abspath(path)
     stem = os.path.splitext(os.path.basename(full))[0]
     name = f"_graphleaf_verify_{tag}_{stem}_{zlib.crc32(full.encode()):08x}"
-    spec = importlib.util.spec_from_file_location(name, full)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {path!r} as a Python module")
-    module = importlib.util.module_from_spec(spec)
     folder = sibling_dir or os.path.dirname(full)
     if folder not in sys.path:
         sys.path.insert(0, folder)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        sys.modules.pop(name, None)
-        raise
-    return module
+    return exec_file(full, name)
 
 
 def fixture_spec(path: str) -> Spec:
