@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import ast
 
-from .cst import NoFix, diff_edit, find, indent_unit, parse, torch_name
+from .cst import NoFix, diff_edit, find, indent_unit, parse, replace, torch_name
 
 MARK = "# graphleaf: copies (copy.deepcopy, pickle, torch.save) get detached values of the"
 
@@ -148,7 +148,7 @@ def copysafe_edit(ctx, class_name: str, names: list[str]):
         method = method.with_changes(leading_lines=[cst.EmptyLine(indent=False)])
         body = target.body
         new_class = target.with_changes(body=body.with_changes(body=list(body.body) + [method]))
-        return diff_edit(ctx.text.source, module.deep_replace(target, new_class).code), "add"
+        return replace(ctx, target, new_class), "add"
     # An existing __getstate__: ours (extend its list) or a recognisable one (extend it).
     for n in ast.walk(getstate):
         if (isinstance(n, ast.For) and isinstance(n.target, ast.Name) and n.target.id == "name"
@@ -179,4 +179,4 @@ def copysafe_edit(ctx, class_name: str, names: list[str]):
             new_body += [stmts[0].with_changes(leading_lines=[cst.EmptyLine(indent=False)])] + list(stmts[1:])
         new_body.append(s)
     new_def = fdef.with_changes(body=fdef.body.with_changes(body=new_body))
-    return diff_edit(ctx.text.source, module.deep_replace(fdef, new_def).code), "extend"
+    return replace(ctx, fdef, new_def), "extend"

@@ -32,11 +32,15 @@ def parse(ctx):
             positions = wrapper.resolve(PositionProvider)
         except Exception as exc:  # noqa: BLE001 - syntax libcst does not know
             raise NoFix(f"libcst cannot parse this file ({exc.__class__.__name__})") from None
-        hit = (wrapper.module, positions)
+        by_line: dict[int, list] = {}
+        for node, pos in positions.items():
+            by_line.setdefault(pos.start.line, []).append((node, pos))
+        hit = (wrapper.module, positions, by_line)
         if len(_PARSED) >= 4:  # the last few texts: every fix of one file reuses one parse
             _PARSED.pop(next(iter(_PARSED)))
         _PARSED[source] = hit
-    ctx._cst = hit
+    ctx._cst = hit[:2]
+    ctx._cst_lines = hit[2]
     return ctx._cst
 
 
@@ -46,19 +50,31 @@ _PARSED: dict[str, tuple] = {}
 
 def find(ctx, kind, line: int, col: int | None = None, pred: Callable | None = None):
     """The libcst node of type ``kind`` that starts at ``line`` (and ``col``, 0-based characters)."""
-    module, positions = parse(ctx)
-    for node, pos in positions.items():
-        if isinstance(node, kind) and pos.start.line == line and (col is None or pos.start.column == col):
+    parse(ctx)
+    for node, pos in ctx._cst_lines.get(line, ()):
+        if isinstance(node, kind) and (col is None or pos.start.column == col):
             if pred is None or pred(node):
                 return node
     raise NoFix(f"no {kind.__name__} found at line {line}")
 
 
 def replace(ctx, old, new) -> Edit:
-    """One Edit that turns the file into the file with ``old`` replaced by ``new`` (whole changed lines)."""
-    module, _ = parse(ctx)
-    new_code = module.deep_replace(old, new).code
-    return diff_edit(ctx.text.source, new_code)
+    """One Edit that turns the file into the file with ``old`` replaced by ``new`` (whole changed
+    lines).  A statement is regenerated alone, in its place (the cost of one fix does not grow with
+    the file); anything else through the whole module."""
+    import libcst as cst
+
+    module, positions = parse(ctx)
+    if isinstance(old, cst.BaseStatement) and isinstance(new, cst.BaseStatement):
+        old_code, new_code = module.code_for_node(old), module.code_for_node(new)
+        lines = ctx.text.lines
+        want = split_lines(old_code)
+        start = positions[old].start.line - 1
+        for first in range(start, max(-1, start - len(old.leading_lines) - 64), -1):
+            if lines[first:first + len(want)] == want:
+                e = diff_edit(old_code, new_code)
+                return Edit(e.line + first, 0, e.end_line + first, 0, e.content)
+    return diff_edit(ctx.text.source, module.deep_replace(old, new).code)
 
 
 def diff_edit(old: str, new: str) -> Edit:
