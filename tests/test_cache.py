@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 
@@ -87,3 +88,20 @@ def test_an_edited_dependency_invalidates_the_entry(tmp_path):
     warm = run("check", "--output-format", "concise", "pkg/m.py", cwd=tmp_path)
     cold = run("check", "--no-cache", "--output-format", "concise", "pkg/m.py", cwd=tmp_path)
     assert (warm.returncode, warm.stdout) == (cold.returncode, cold.stdout)
+
+
+def test_fix_edits_built_only_when_shown_and_same_from_the_cache(tmp_path):
+    """Text output never builds the copy-safe edits (they are stored without them); JSON built
+    from that cache entry, and JSON from worker processes, carry the same edits as a cold run."""
+    for i in range(4):
+        (tmp_path / f"m{i}.py").write_text(BUGGY)
+    cold = run("check", "--no-cache", "--output-format", "json", ".", cwd=tmp_path).stdout
+    edits = [item["fix"]["edits"] for item in json.loads(cold)]
+    assert edits and all(e and "__getstate__" in e[0]["content"] for e in edits)
+    assert run("check", ".", cwd=tmp_path).returncode == 1  # fills the cache, text output
+    stored = [json.loads(p.read_text()) for p in (tmp_path / ".graphleaf_cache").rglob("*.json")]
+    fixes = [f["fix"] for entry in stored for f in entry.get("data", {}).get("findings", []) if f.get("fix")]
+    assert fixes and all(fix["edits"] is None for fix in fixes)
+    assert run("check", "--output-format", "json", ".", cwd=tmp_path).stdout == cold
+    assert run("check", "--no-cache", "-j", "2", "--output-format", "json", ".", cwd=tmp_path).stdout == cold
+    assert run("check", "-j", "2", "--output-format", "sarif", ".", cwd=tmp_path).returncode == 1

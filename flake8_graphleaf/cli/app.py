@@ -30,7 +30,7 @@ from ..analysis.findings import SAFE, Finding
 from ..fix.fixer import fix_source
 from ..fix.readers import project_index
 from ..analysis.noqa import add_noqa, file_is_skipped, is_silenced, noqa_map
-from .output import FORMATS, FileReport, render, statistics
+from .output import EDIT_FORMATS, FORMATS, FileReport, render, statistics
 from ..analysis.rules import all_rules
 from ..fix.writer import (SourceError, Source, check_parses, decode, encode, read_source, restore_newlines,
                           read_bytes, unified_diff, write_atomic)
@@ -113,6 +113,21 @@ def _analyse(src: Source, path: str, settings: Settings, codes: tuple[str, ...],
     return [f for f in findings if f.code in wanted and not is_silenced(f.code, f.line, noqa)], None
 
 
+def _rebuilder(data: bytes, path: str, settings: Settings, codes: tuple[str, ...], options):
+    """For findings read from the cache whose fix edits were not stored: analyse the file again
+    (once, when the first such fix is needed) and give each its edits."""
+    fresh: dict = {}
+
+    def rebuild(finding: Finding) -> tuple:
+        if not fresh:
+            found, _ = _analyse(decode(data, path), path, settings, codes, options)
+            fresh.update({(f.code, f.line, f.col): f.fix for f in found})
+            fresh.setdefault(None, None)
+        fix = fresh.get((finding.code, finding.line, finding.col))
+        return fix.edits if fix is not None else ()
+    return rebuild
+
+
 def check_one(path: str, settings: Settings, raw: bytes | None = None, shown: str | None = None,
               cache: Cache | None = None) -> FileReport:
     report = FileReport(shown or path)
@@ -130,7 +145,8 @@ def check_one(path: str, settings: Settings, raw: bytes | None = None, shown: st
         hit = None  # a file it read (a base class's module, say) changed
     if hit is not None:
         try:
-            report.findings = [finding_from_json(d) for d in hit["findings"]]
+            rebuild = _rebuilder(data, path, settings, codes, options)
+            report.findings = [finding_from_json(d, rebuild) for d in hit["findings"]]
             error = hit.get("error")
             if error:
                 report.error, report.error_line, report.error_col = error[0], error[1], error[2]
@@ -275,8 +291,18 @@ def _check_batch(batch, settings, cache=None):
     for p in batch:
         if _stopped():
             break
-        out.append(check_one(p, settings, cache=cache))
+        out.append(_with_edits(check_one(p, settings, cache=cache), settings))
     return out
+
+
+def _with_edits(report, settings: Settings):
+    """Build the edits of the fixes the output will show, before the report leaves this process."""
+    if settings.fix_edits:
+        shown = report.findings if isinstance(report, FileReport) else [f for f, _ in report.left]
+        for f in shown:
+            if f.fix is not None:
+                f.fix.edits  # noqa: B018 - builds them
+    return report
 
 
 def _fix_batch(batch, settings, unsafe, diff_only, project=None):
@@ -284,7 +310,7 @@ def _fix_batch(batch, settings, unsafe, diff_only, project=None):
     for p in batch:
         if _stopped():
             break
-        out.append(fix_one(p, settings, unsafe, diff_only, project=project))
+        out.append(_with_edits(fix_one(p, settings, unsafe, diff_only, project=project), settings))
     return out
 
 
@@ -625,6 +651,7 @@ def _summary_counts(reports) -> tuple[int, int, int, int]:
 
 def cmd_check(args) -> int:
     settings = settings_from(args)
+    settings.fix_edits = args.output_format in EDIT_FORMATS
     if args.unsafe_fixes is not None:
         settings.unsafe_fixes = args.unsafe_fixes
     if args.show_settings:
@@ -760,6 +787,7 @@ def _fix_for_check(args, settings: Settings):
 
 
 def _fix_command(args, settings: Settings, diff: bool, from_check: bool = False) -> int:
+    settings.fix_edits = getattr(args, "output_format", "text") in EDIT_FORMATS
     if from_check:
         unsafe = settings.unsafe_fixes
     else:

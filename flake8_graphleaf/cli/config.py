@@ -105,6 +105,9 @@ class Settings:
     extend_exclude: list[str] = field(default_factory=list)
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     respect_gitignore: bool = True
+    # Whether the fixes' edits are built for every finding (JSON and SARIF show them); text output
+    # shows only what a fix does, and ``fix`` builds the edits it applies.
+    fix_edits: bool = True
 
     def enabled(self, code: str) -> bool:
         def longest(prefixes):

@@ -23,6 +23,7 @@ from .. import __version__
 from ..analysis.findings import SAFE, Finding
 
 FORMATS = ("text", "concise", "json", "sarif", "github")
+EDIT_FORMATS = ("json", "sarif")  # the formats that show each fix's edits
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 # Each rule's page, in the repository (docs/rules/ holds the same pages as rule_docs/).
 RULE_URL = "https://github.com/flake8-graphleaf/flake8-graphleaf/blob/main/docs/rules/{code}.md"

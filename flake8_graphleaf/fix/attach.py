@@ -71,7 +71,7 @@ def attach_fixes(tree: ast.Module, text: Text, findings: list[Finding], classes:
             if name not in names:
                 names.append(name)
         try:
-            edit, how = copysafe_edit(ctx, class_name, names)
+            how, build = copysafe_edit(ctx, class_name, names)
         except NoFix as exc:
             for f, _, fallback in items:
                 f.fix = fallback
@@ -81,7 +81,7 @@ def attach_fixes(tree: ast.Module, text: Text, findings: list[Finding], classes:
         verb = "add" if how == "add" else "extend"
         fix = Fix(SAFE, f"{verb} {class_name}.__getstate__ so that copies (copy.deepcopy, pickle, torch.save) get "
                         f"detached values of {quoted}; the live object keeps its graph tensors, so nothing the "
-                        "program computes changes", (edit,))
+                        "program computes changes", build=_built_later(build))
         for f, _, _ in items:
             f.fix = fix
 
@@ -131,6 +131,17 @@ def _choose_store_fix(f: Finding, ctx: Context, code: str):
         f.data["no_fix"] = ("the store is not on the object whose class is defined here (no __getstate__ to add), "
                             "and the value is not certainly one tensor")
     return fallback
+
+
+def _built_later(build):
+    """The edits of a copy-safe fix, made when a front end first needs them (``fix``, ``--diff``,
+    JSON and SARIF output); one that cannot be built after all is no edit, and the fixer skips it."""
+    def edits():
+        try:
+            return (build(),)
+        except (NoFix, ValueError, AttributeError, IndexError, KeyError):
+            return ()
+    return edits
 
 
 _BUILDERS = {

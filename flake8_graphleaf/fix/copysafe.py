@@ -125,9 +125,9 @@ def _recognised_start(stmt: ast.stmt) -> bool:
 
 
 def copysafe_edit(ctx, class_name: str, names: list[str]):
-    """The Edit that makes copies of ``class_name`` hold detached values of ``names``; raises NoFix."""
-    import libcst as cst
-
+    """(how, build): ``how`` is "add" or "extend"; ``build()`` makes the Edit that makes copies of
+    ``class_name`` hold detached values of ``names``.  Raises NoFix, from the ``ast`` alone, when
+    there is no such fix; only ``build`` uses libcst (``check`` never calls it)."""
     info = ctx.classes.get(class_name)
     if info is None:
         raise NoFix(f"class '{class_name}' is not defined in this file")
@@ -139,16 +139,9 @@ def copysafe_edit(ctx, class_name: str, names: list[str]):
     for other in ("__reduce__", "__reduce_ex__", "__deepcopy__"):
         if other in own:
             raise NoFix(f"class '{class_name}' defines {other}, which copies use instead of __getstate__")
-    module, positions = parse(ctx)
-    target = find(ctx, cst.ClassDef, node.lineno, None, lambda c: c.name.value == class_name)
-    unit = indent_unit(ctx)
     getstate = next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "__getstate__"), None)
     if getstate is None:
-        method = cst.parse_statement(_reindent(new_method(ctx, info, names), unit), config=module.config_for_parsing)
-        method = method.with_changes(leading_lines=[cst.EmptyLine(indent=False)])
-        body = target.body
-        new_class = target.with_changes(body=body.with_changes(body=list(body.body) + [method]))
-        return replace(ctx, target, new_class), "add"
+        return "add", lambda: _add_method(ctx, info, class_name, names)
     # An existing __getstate__: ours (extend its list) or a recognisable one (extend it).
     for n in ast.walk(getstate):
         if (isinstance(n, ast.For) and isinstance(n.target, ast.Name) and n.target.id == "name"
@@ -157,9 +150,7 @@ def copysafe_edit(ctx, class_name: str, names: list[str]):
             merged = have + [x for x in names if x not in have]
             if merged == have:
                 raise NoFix("already covered")
-            loop = find(ctx, cst.For, n.lineno, ctx.text.char_col(n.lineno, n.col_offset))
-            new_iter = cst.parse_expression(_names_tuple(merged))
-            return diff_edit(ctx.text.source, module.deep_replace(loop.iter, new_iter).code), "extend"
+            return "extend", lambda: _extend_ours(ctx, n, merged)
     body = getstate.body
     first = next((s for s in body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))), None)
     last = body[-1]
@@ -168,9 +159,36 @@ def copysafe_edit(ctx, class_name: str, names: list[str]):
             and last.value.id == "state") or used & {"detached", "name", "key", "item"}):
         raise NoFix(f"'{class_name}.__getstate__' is not one the fixer can extend (it should build "
                     "`state` from self.__dict__ or super().__getstate__() and end with `return state`)")
+    return "extend", lambda: _extend_theirs(ctx, getstate, last, names)
+
+
+def _add_method(ctx, info, class_name: str, names: list[str]):
+    import libcst as cst
+
+    module, _ = parse(ctx)
+    target = find(ctx, cst.ClassDef, info.node.lineno, None, lambda c: c.name.value == class_name)
+    method = cst.parse_statement(_reindent(new_method(ctx, info, names), indent_unit(ctx)),
+                                 config=module.config_for_parsing)
+    method = method.with_changes(leading_lines=[cst.EmptyLine(indent=False)])
+    body = target.body
+    return replace(ctx, target, target.with_changes(body=body.with_changes(body=list(body.body) + [method])))
+
+
+def _extend_ours(ctx, loop_node: ast.For, merged: list[str]):
+    import libcst as cst
+
+    module, _ = parse(ctx)
+    loop = find(ctx, cst.For, loop_node.lineno, ctx.text.char_col(loop_node.lineno, loop_node.col_offset))
+    return diff_edit(ctx.text.source, module.deep_replace(loop.iter, cst.parse_expression(_names_tuple(merged))).code)
+
+
+def _extend_theirs(ctx, getstate: ast.FunctionDef, last: ast.Return, names: list[str]):
+    import libcst as cst
+
+    module, _ = parse(ctx)
     torch, prelude = _torch_prelude(ctx)
     extra = prelude + _HELPER.format(torch=torch) + "\n" + _LOOP.format(names=_names_tuple(names))
-    stmts = cst.parse_module(_reindent(extra, unit), config=module.config_for_parsing).body
+    stmts = cst.parse_module(_reindent(extra, indent_unit(ctx)), config=module.config_for_parsing).body
     ret = find(ctx, cst.SimpleStatementLine, last.lineno, ctx.text.char_col(last.lineno, last.col_offset))
     fdef = find(ctx, cst.FunctionDef, getstate.lineno, None, lambda f: f.name.value == "__getstate__")
     new_body = []
@@ -178,5 +196,4 @@ def copysafe_edit(ctx, class_name: str, names: list[str]):
         if s is ret:
             new_body += [stmts[0].with_changes(leading_lines=[cst.EmptyLine(indent=False)])] + list(stmts[1:])
         new_body.append(s)
-    new_def = fdef.with_changes(body=fdef.body.with_changes(body=new_body))
-    return replace(ctx, fdef, new_def), "extend"
+    return replace(ctx, fdef, fdef.with_changes(body=fdef.body.with_changes(body=new_body)))

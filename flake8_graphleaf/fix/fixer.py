@@ -140,6 +140,12 @@ def fix_source(
                 continue
             if f.fix.applicability != SAFE and not unsafe:
                 continue
+            if not f.fix.edits:  # its edits could not be built after all
+                key = (f.code, f.line, f.col)
+                if key not in reported:
+                    reported.add(key)
+                    result.skipped.append((f, "the fix could not be built; left as is"))
+                continue
             if any(f.fix is c.fix for c in chosen):  # one edit fixes several findings (copy-safe)
                 chosen.append(f)
                 continue
