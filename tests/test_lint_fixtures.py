@@ -78,3 +78,12 @@ def test_example_reports_the_encoder_and_the_ema_copy() -> None:
     assert codes.count("GLF002") == 3
     assert "GLF202" in codes
     assert "'DepthModel' (its self.encoder is 'ResnetEncoder')" in proc.stdout
+
+
+def test_non_tensor_fixture_runs_as_its_marks_say():
+    """fixtures/lint/non_tensors.py: the unmarked lines really copy fine after forward + backward,
+    the marked twins really keep a graph tensor (deepcopy raises)."""
+    pytest.importorskip("torch")
+    proc = subprocess.run([sys.executable, "-c", "import non_tensors; non_tensors.check_runs()"],
+                          capture_output=True, text=True, cwd=LINT)
+    assert proc.returncode == 0, proc.stderr

@@ -171,7 +171,7 @@ class Walker:
     def do_For(self, stmt: ast.For) -> None:
         ev = self.ev
         it = ev.eval(stmt.iter)
-        ev.bind_target(stmt.target, it)
+        ev.bind_iteration(stmt.target, stmt.iter, it)
         self._loop_target_stores(stmt.target, it, stmt)
         # Twice, so that a value carried to the next iteration is seen.
         self._branches([], stmt.body + stmt.body)

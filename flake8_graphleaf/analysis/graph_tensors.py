@@ -18,7 +18,7 @@ from typing import Callable
 
 from .calls import CallSemantics
 from .imports import ImportMap
-from .torch_names import NON_DIFF_ATTRS, argument_value, looks_like_module_name, looks_like_parameter
+from .torch_names import NON_DIFF_ATTRS, TENSOR_VIEW_ATTRS, argument_value, looks_like_module_name, looks_like_parameter
 from .values import ARG, GRAPH, LEAF, MODULE, NONE, NOTHING, Value, join, join_tuples, short
 
 __all__ = [
@@ -106,7 +106,8 @@ class Evaluator(CallSemantics):
         # An operation on a parameter or on a graph tensor carries a grad_fn; one on
         # arguments only does when the caller passes a graph tensor.
         certain = [v for v in (origin, *operands) if v.kind in (GRAPH, LEAF)]
-        if self.fed is not None and any(v.kind == LEAF for v in certain):
+        if self.fed is not None and certain:
+            # combined with a parameter, or with what was computed from one (``gamma.repeat(n) * x``)
             self.feed(origin, *operands)
         if certain:
             first = next((v for v in certain if v.kind == GRAPH), certain[0])
@@ -224,7 +225,7 @@ class Evaluator(CallSemantics):
         saved = dict(self.env)
         for gen in node.generators:
             it = self.eval(gen.iter)
-            self.bind_target(gen.target, it)
+            self.bind_iteration(gen.target, gen.iter, it)
             for cond in gen.ifs:
                 self.eval(cond)
         result = join(*[self.eval(e) for e in elts])
@@ -267,13 +268,32 @@ class Evaluator(CallSemantics):
                 return Value(LEAF, f"parameter {short(node)}")
             return Value(MODULE, short(node))
         if base.kind == LEAF:
-            return self.computed(base)  # .T, .mT, .real ... of a parameter
+            if attr in TENSOR_VIEW_ATTRS:
+                return self.computed(base)  # .T, .mT, .real ... of a parameter
+            # No other attribute of a tensor is one: the leaf was a submodule (``getattr(self, name)``
+            # gives a submodule or a parameter), and this is one of its attributes.
+            if looks_like_parameter(attr):
+                return Value(LEAF, f"parameter {short(node)}")
+            return Value(MODULE, short(node))
         return base
 
     def _is_container_name(self, name: str) -> bool:
         return name in self.containers
 
     # -- calls --------------------------------------------------------------------
+
+    def bind_iteration(self, target: ast.AST, iterated: ast.AST, value: Value) -> None:
+        """Bind a ``for`` target: the keys of ``m.items()`` and the counter of ``enumerate(...)``
+        are names and numbers, not what the mapping or sequence holds."""
+        if isinstance(target, ast.Tuple) and len(target.elts) == 2 and isinstance(iterated, ast.Call):
+            func = iterated.func
+            if (isinstance(func, ast.Attribute) and func.attr == "items" and not iterated.args) or (
+                isinstance(func, ast.Name) and func.id == "enumerate"
+            ):
+                self.bind_target(target.elts[0], NOTHING)
+                self.bind_target(target.elts[1], value)
+                return
+        self.bind_target(target, value)
 
     def bind_target(self, target: ast.AST, value: Value) -> None:
         """Bind local names in an assignment target (stores on objects are the walker's)."""

@@ -213,7 +213,9 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
                         if node.func.attr == "register_buffer":
                             f.buffers.add(first.value)
                         elif node.func.attr == "register_parameter":
-                            f.params.add(first.value)
+                            value = node.args[1] if len(node.args) > 1 else None
+                            if not (isinstance(value, ast.Constant) and value.value is None):
+                                f.params.add(first.value)  # register_parameter(name, None) makes none
                         elif node.func.attr in ("add_module", "register_module"):
                             f.submodules.add(first.value)
                 continue

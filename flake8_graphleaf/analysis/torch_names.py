@@ -27,6 +27,8 @@ NON_DIFF_ATTRS = frozenset(
     is_quantized is_meta layout names indices output_nr _version itemsize nbytes training
     """.split()
 )
+# Attributes of a tensor that are tensors (views of it): the only ones that carry its history.
+TENSOR_VIEW_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag"})
 # Methods that read a container without computing: they keep what it holds.
 CONTAINER_READS = frozenset("get pop popitem popleft values items copy __getitem__ setdefault".split())
 # Tensor methods whose tensor arguments give only a dtype, device or shape.
