@@ -113,12 +113,22 @@ def check(runner: ClassRunner) -> list[Finding]:
     facts = runner.info.facts
     out: list[Finding] = []
 
+    attached: set[str] = set()  # origins of module objects the class stores on itself
+
     def sink(store: Store, func: ast.FunctionDef) -> None:
+        on_self = store.root == self_name(func)
+        if on_self and store.value.kind == MODULE:
+            attached.add(store.value.origin)
         f = classify(store, func, facts, runner.info.node.name)
         if f is not None:
+            if not on_self and _FRESH.match(store.root_value.origin) and store.root_value.origin not in attached:
+                f.data["fresh_root"] = store.root_value.origin
             out.append(f)
 
     runner.forward_reached = runner.run_forward(sink)
+    # A store on a module object made during the call (``hyps = Hypotheses(...)``, passed to a
+    # helper that fills it) that the class never keeps: deepcopy(model) cannot reach it.
+    out = [f for f in out if f.data.get("fresh_root") is None or f.data["fresh_root"] in attached]
     if out and made_only_without_grad(runner.imports, runner.info.node.name):
         return []  # the project only ever makes it under no_grad (a beam search in a decoding loop)
     kept = drop_overwritten(out, runner)
@@ -126,6 +136,10 @@ def check(runner: ClassRunner) -> list[Finding]:
         if f.data.get("value_kind") == ARG:
             f.data["fed"] = f.data.get("origin") in runner.fed
     return kept
+
+
+# The origin of a module object constructed here: ``Hypotheses(...)``, ``nn.Linear(...)``.
+_FRESH = re.compile(r"^(?:\w+\.)*[A-Z]\w*\(\.\.\.\)$")
 
 
 def settle_arguments(findings: list[Finding], runners: dict, calls: dict) -> list[Finding]:
