@@ -83,6 +83,8 @@ class ClassRunner:
         self._skip: set[str] = set()
         # Argument origins that reach a learnable computation in this class (Evaluator.fed).
         self.fed: set[str] = set()
+        # A torchmetrics Metric's batch: what its forward was given (see _call_method).
+        self._batch = NOTHING
 
     # -- public -------------------------------------------------------------------
     def run_forward(self, sink: StoreSink) -> set[str]:
@@ -109,6 +111,8 @@ class ClassRunner:
                 params = {k: (Value(GRAPH, f"argument '{k}', a model output given to the metric") if v.kind == ARG else v)
                           for k, v in params.items()}
                 grad = name == "forward"
+                if grad:
+                    self._batch = join(*params.values())
             self._run(func, params, grad)
         return set(self.reached)
 
@@ -162,6 +166,11 @@ class ClassRunner:
         func = self.info.facts.methods.get(name)
         if func is None or name in self._skip:
             return None
+        if name == "compute" and self.info.is_metric and _abstract(func):
+            # Metric.forward computes the metric over the batch alone, with grad enabled for it
+            # (``_enable_grad = True``): whatever compute() a subclass defines gets the batch's
+            # history whenever it is differentiable in its inputs (MSE, a mean, a correlation).
+            return Value(GRAPH, "compute() over the batch given to forward") if grad and self._batch.kind == GRAPH else NOTHING
         key = (name, tuple(v.kind for v in pos), tuple(sorted((k, v.kind) for k, v in kw.items())), grad)
         if key in self._memo:
             return self._memo[key]
@@ -175,6 +184,17 @@ class ClassRunner:
             self._active.discard(key)
         self._memo[key] = result
         return result
+
+
+def _abstract(func: ast.FunctionDef) -> bool:
+    """A method with no body of its own: a docstring, ``pass``, ``...``, ``raise NotImplementedError``."""
+    for stmt in func.body:
+        if isinstance(stmt, ast.Pass) or (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
+            continue
+        if isinstance(stmt, ast.Raise):
+            continue
+        return False
+    return True
 
 
 def _explicit_enable(func: ast.FunctionDef, imports: ImportMap) -> bool:
