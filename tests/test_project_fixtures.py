@@ -72,6 +72,7 @@ def shop():
         import shop.layers
         import shop.probe
         import shop.decode
+        import shop.policy
         yield torch, shop
     finally:
         sys.path.remove(str(PROJECT))
@@ -141,3 +142,18 @@ def test_positives_raise_and_negatives_do_not(shop):
     kept = layers.KeptCache(8)
     kept(x).backward()
     assert raises_on_deepcopy(kept)
+
+
+def test_helper_objects_held_by_a_module(shop):
+    """A non-module object the policy holds (built by a factory in another file) keeps the
+    distribution of the policy's logits: deepcopy of the policy raises; the twin that detaches,
+    and a shape kept on the helper, do not."""
+    torch, pkg = shop
+    obs, actions = torch.randn(4, 3), torch.tensor([0, 1, 0, 1])
+    policy = pkg.policy.Policy(3, 2)
+    policy(obs, actions).sum().backward()
+    assert has_grad_fn(policy.action_dist.distribution.logits)
+    assert policy.action_dist.last_shape == (4, 2) and raises_on_deepcopy(policy)
+    twin = pkg.policy.DetachedPolicy(3, 2)
+    twin(obs, actions).sum().backward()
+    assert not has_grad_fn(twin.action_dist.distribution.logits) and not raises_on_deepcopy(twin)

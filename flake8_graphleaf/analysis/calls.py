@@ -217,6 +217,11 @@ class CallSemantics:
             return everything if self.grad else _containers_only(everything)
         if self.is_self(recv_node):
             return self._self_call(node, meth, pos, kw, everything)
+        if (self.on_helper is not None and self.facts is not None and isinstance(recv_node, ast.Attribute)
+                and self.is_self(recv_node.value) and recv_node.attr in self.facts.helpers):
+            result = self.on_helper(recv_node.attr, meth, pos, kw, node, self.grad)
+            if result is not None:
+                return result
         recv = self.eval(recv_node)
         if meth in NON_DIFF_METHODS and meth not in MODULE_API_MODULES:
             return NOTHING

@@ -43,6 +43,10 @@ class ClassFacts:
         self.submodule_ctors: dict[str, str] = {}  # attr -> torch.nn class it was built from
         self.assigned: set[str] = set()  # every self.X this class assigns somewhere
         self.bases: list[str] = []  # qualified names of the bases defined in other files
+        # attr -> qualified names of the program's non-module classes whose objects it may hold
+        # (``self.action_dist = make_proba_distribution(...)``): helper state objects, which
+        # deepcopy of the module copies with it
+        self.helpers: dict[str, tuple[str, ...]] = {}
 
 
 # A call back for ``self.method(...)``: given the method name, the argument values and
@@ -80,6 +84,9 @@ class Evaluator(CallSemantics):
         self.fed: set[str] | None = None
         # Observer of module calls: (callee origin, positional values, keyword values, grad).
         self.on_module_call: Callable | None = None
+        # ``self.<helper>.method(...)`` on a helper object (ClassFacts.helpers): (attr, method,
+        # positional values, keyword values, call node, grad) -> the value it returns, or None.
+        self.on_helper: Callable | None = None
 
     # -- helpers ------------------------------------------------------------------
     def feed(self, *values: Value) -> None:

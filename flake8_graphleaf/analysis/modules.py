@@ -6,7 +6,8 @@ import ast
 
 from .graph_tensors import ClassFacts, looks_like_module_name
 from .imports import ImportMap
-from .project_view import FOREIGN_FRAMEWORK, MODULE_CLASS, NON_TORCH_FRAMEWORKS, OTHER_CLASS, class_kind
+from .project_view import FOREIGN_FRAMEWORK, MODULE_CLASS, NON_TORCH_FRAMEWORKS, OTHER_CLASS, class_kind, resolve
+from .summaries import factories_of
 from .stmtwalk import statements
 from .torch_names import is_torch_name
 
@@ -196,6 +197,8 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
             f.submodule_classes.setdefault(k, v)
         for k, q in base.submodule_ctors.items():
             f.submodule_ctors.setdefault(k, q)
+        for k, q in base.helpers.items():
+            f.helpers.setdefault(k, q)
     if module_classes is None:
         module_classes = {n for n, c in classes.items() if c.facts.is_module}
     for method in info.node.body:
@@ -248,6 +251,12 @@ def _classify(f: ClassFacts, attr: str, value: ast.AST, imports: ImportMap, modu
             f.submodules.add(attr)
             f.submodule_classes.setdefault(attr, (func.id, line))
             return
+        current = getattr(imports, "current", None)
+        if isinstance(func, ast.Name) and current is not None and _plain_local_class(func.id, current, imports):
+            # a class of this file that is not a module: a helper object
+            f.plain.add(attr)
+            f.helpers[attr] = (f"{current.name}.{func.id}",)
+            return
         if qual and imports.project is not None and not is_torch_name(qual):
             kind = class_kind(imports.project, qual)
             if kind == MODULE_CLASS:
@@ -255,7 +264,19 @@ def _classify(f: ClassFacts, attr: str, value: ast.AST, imports: ImportMap, modu
                 return
             if kind in (OTHER_CLASS, FOREIGN_FRAMEWORK):
                 f.plain.add(attr)  # an object of a class the program defines: not a module
+                if kind == OTHER_CLASS:
+                    f.helpers[attr] = (qual,)
                 return
+            made = factory_classes(imports.project, qual)
+            if made:  # a function of the program that returns new objects of these classes
+                kinds = {class_kind(imports.project, q) for q in made}
+                if kinds == {MODULE_CLASS}:
+                    f.submodules.add(attr)
+                    return
+                if kinds == {OTHER_CLASS}:
+                    f.plain.add(attr)
+                    f.helpers[attr] = tuple(made)
+                    return
         if qual.startswith(("torch.optim", "torch.utils.data", "torch.distributions")):
             f.plain.add(attr)
             return
@@ -294,3 +315,37 @@ def _classify(f: ClassFacts, attr: str, value: ast.AST, imports: ImportMap, modu
     if isinstance(value, (ast.Constant, ast.JoinedStr, ast.Dict, ast.Set)):
         if not (isinstance(value, ast.Constant) and value.value is None):
             f.plain.add(attr)
+
+
+def factory_classes(project, qualname: str) -> list[str]:
+    """The classes a function of the program returns new objects of (``make_dist(...)`` returns
+    ``CategoricalDistribution(...)``), read from its file; [] when it is no such function."""
+    found = resolve(project, qualname)
+    if found is None or not isinstance(found.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return []
+    memo = found.module.memo
+    if "factories" not in memo:
+        memo["factories"] = factories_of(found.module.tree, found.module.imports)
+    return list(memo["factories"].get(found.node.name, ()))
+
+
+_PLAIN_BASES = frozenset({"object", "abc.ABC", "typing.Generic", "typing.NamedTuple", "typing.Protocol", "ABC", "Generic"})
+
+
+def _plain_local_class(name: str, current, imports: ImportMap, depth: int = 0) -> bool:
+    """Is ``name`` a class of this file whose bases are all plain (object, ABC, Generic, or such
+    classes of this file): certainly not a module?"""
+    node = current.defs.get(name)
+    if not isinstance(node, ast.ClassDef) or depth > 5:
+        return False
+    for b in node.bases:
+        if isinstance(b, ast.Subscript):
+            b = b.value  # Generic[T]
+        if isinstance(b, ast.Name) and isinstance(current.defs.get(b.id), ast.ClassDef):
+            if not _plain_local_class(b.id, current, imports, depth + 1):
+                return False
+            continue
+        text = imports.qualname(b) or (b.id if isinstance(b, ast.Name) else "")
+        if text not in _PLAIN_BASES:
+            return False
+    return True

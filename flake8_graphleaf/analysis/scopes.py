@@ -67,8 +67,13 @@ def self_name(func: ast.FunctionDef) -> str | None:
 
 
 class ClassRunner:
-    def __init__(self, info: ClassInfo, imports: ImportMap, module_classes: set[str], calls: dict | None = None):
+    def __init__(self, info: ClassInfo, imports: ImportMap, module_classes: set[str], calls: dict | None = None,
+                 depth: int = 0):
         self.info = info
+        self.depth = depth  # how many helper objects deep (helper_objects)
+        # Graph tensors kept on helper objects by calls this class's forward makes.
+        self.helper_findings: list = []
+        self._helper_memo: dict = {}
         # Calls of this file's module classes through submodule attributes, with the values
         # passed: class name -> [(positional values, keyword values)], shared by the file's runners.
         self.calls: dict = calls if calls is not None else {}
@@ -89,7 +94,15 @@ class ClassRunner:
     # -- public -------------------------------------------------------------------
     def run_forward(self, sink: StoreSink) -> set[str]:
         """Run every forward-like root; returns the names of the methods reached."""
+        self.helper_findings, self._helper_memo = [], {}
         return self._run_roots(forward_roots(self.info), sink, forward=True)
+
+    def run_with(self, func: ast.FunctionDef, pos: list[Value], kw: dict[str, Value], sink: StoreSink,
+                 grad: bool) -> Value:
+        """Run one method with the values a caller passes (a helper object's method)."""
+        self._sink, self._memo, self._active, self.reached = sink, {}, set(), set()
+        self._building = False
+        return self._run(func, _bind(func, pos, kw), grad)
 
     def run_construction(self, sink: StoreSink, skip: set[str]) -> set[str]:
         roots = [n for n in ("__init__",) if n in self.info.facts.methods and n not in skip]
@@ -147,12 +160,57 @@ class ClassRunner:
         ev.on_call = self.on_call
         ev.fed = self.fed
         ev.on_module_call = self._record_call
+        if not self._building and self.info.facts.helpers:
+            ev.on_helper = self._call_helper
         ev.building = self._building
         ev.env.update(params)
         ev.grad = function_grad_mode(func, self.imports) if grad else _explicit_enable(func, self.imports)
         sink = self._sink
         walker = Walker(ev, lambda store: sink(store, func))
         return walker.run(func.body)
+
+    def _call_helper(self, attr: str, meth: str, pos: list[Value], kw: dict[str, Value], node: ast.Call,
+                     grad: bool) -> Value | None:
+        """``self.<attr>.<meth>(...)`` on a helper object: run the method and report the graph
+        tensors it keeps on the object.  Returns None: what the call gives is judged as before."""
+        from .helper_objects import helper_class
+        from .rules import finding, origin_text
+
+        if not grad or self.depth > 1 or not any(v.kind == GRAPH for v in [*pos, *kw.values()]):
+            return None
+        key = (attr, meth, node.lineno, node.col_offset)
+        if key in self._helper_memo:
+            return None
+        self._helper_memo[key] = True
+        for qual in self.info.facts.helpers.get(attr, ()):
+            found = helper_class(self.imports, qual)
+            if found is None:
+                continue
+            info, imports, module_classes = found
+            func = info.facts.methods.get(meth)
+            if func is None:
+                continue
+            stores: list = []
+            runner = ClassRunner(info, imports, module_classes, depth=self.depth + 1)
+            runner.run_with(func, pos, kw, lambda store, f: stores.append((store, f)), grad)
+            for store, f in stores:
+                if store.root != self_name(f) or store.value.kind != GRAPH or not store.grad:
+                    continue
+                if store.kind not in ("attr", "container", "setattr"):
+                    continue
+                target = f"self.{attr}" + store.text[len(store.root):]
+                where = f"{info.node.name}.{f.name}() (line {store.node.lineno} of {imports.module or 'its file'})"
+                code = "GLF002" if store.kind == "container" else "GLF001"
+                self.helper_findings.append(finding(
+                    code, node,
+                    f"'{target}' keeps a tensor that is on the autograd graph ({origin_text(store.value)}): "
+                    f"{where} stores it on the {info.node.name} object that 'self.{attr}' holds, and copy.deepcopy(model) "
+                    f"copies that object; copy.deepcopy(model) will raise after forward: keep the tensor off the "
+                    f"helper object, or give {info.node.name} a __getstate__ that detaches it",
+                    class_name=self.info.node.name, attribute=target,
+                    data={"kind": "helper", "helper_class": qual, "helper_line": store.node.lineno},
+                ))
+        return None
 
     def _record_call(self, origin: str, pos, kw, grad: bool) -> None:
         m = _SUBMODULE_CALL.match(origin)

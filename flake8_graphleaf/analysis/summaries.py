@@ -232,6 +232,19 @@ def _returned_instances(func: ast.AST, made_by) -> list[str]:
     return sorted(set(out))
 
 
+def factories_of(tree: ast.Module, imports: ImportMap) -> dict[str, list[str]]:
+    """The top-level functions of a file that return new objects of classes (local or imported):
+    name -> qualified class names."""
+    s = _Summary(tree, imports)
+    for _ in range(2):
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                made = _returned_instances(node, s.made_by)
+                if made:
+                    s.factories[node.name] = made
+    return s.factories
+
+
 def current_summary(imports) -> dict:
     """The summary of the file being analysed (computed once)."""
     summary = getattr(imports, "summary", None)

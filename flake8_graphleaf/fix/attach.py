@@ -50,6 +50,10 @@ def attach_fixes(tree: ast.Module, text: Text, findings: list[Finding], classes:
     for f in findings:
         try:
             code = f.data.get("code_if_resolved", f.code)
+            if f.data.get("kind") == "helper":
+                f.data["no_fix"] = (f"the tensor is kept by {f.data['helper_class']} (line {f.data['helper_line']}), "
+                                    "a class the fix of this file does not change")
+                continue
             if code in STORE_RULES:
                 choice = _choose_store_fix(f, ctx, code)
                 if isinstance(choice, tuple):  # ("copysafe", name, fallback)

@@ -126,6 +126,7 @@ def check(runner: ClassRunner) -> list[Finding]:
             out.append(f)
 
     runner.forward_reached = runner.run_forward(sink)
+    out += runner.helper_findings
     # A store on a module object made during the call (``hyps = Hypotheses(...)``, passed to a
     # helper that fills it) that the class never keeps: deepcopy(model) cannot reach it.
     out = [f for f in out if f.data.get("fresh_root") is None or f.data["fresh_root"] in attached]

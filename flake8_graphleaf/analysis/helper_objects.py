@@ -1,0 +1,38 @@
+"""Helper state objects: objects of the program's non-module classes that a module holds
+(``self.action_dist = make_proba_distribution(...)``, ``self.state = DecoderState()``).
+``copy.deepcopy(model)`` copies them with the module, so a graph tensor that one of their methods
+keeps on the object (``self.distribution = Categorical(logits=action_logits)``) breaks the copy
+just as a store on the module does.
+
+The module's runner (:class:`.scopes.ClassRunner`) follows ``self.<helper>.<method>(...)`` calls
+made with graph tensors: it runs that method of the helper's class (found in this file or another
+file of the program, never imported) with the values passed, and reports each store of a graph
+tensor on the helper object at the call, in the module's file.
+"""
+
+from __future__ import annotations
+
+from .modules import ClassInfo, collect_classes
+from .project_view import resolve
+
+
+def helper_class(imports, qualname: str) -> tuple[ClassInfo, object, set[str]] | None:
+    """(class info, its file's ImportMap, its file's module classes) of a non-module class of
+    the program, or None when it cannot be found or is a module."""
+    module, _, name = qualname.rpartition(".")
+    current = getattr(imports, "current", None)
+    if current is not None and module == current.name and name in current.defs:
+        parsed = current
+    else:
+        found = resolve(getattr(imports, "project", None), qualname)
+        parsed = found.module if found is not None else None
+    if parsed is None:
+        return None
+    memo = parsed.memo
+    if "classes" not in memo:
+        memo["classes"] = collect_classes(parsed.tree, parsed.imports)
+    classes = memo["classes"]
+    info = classes.get(name)
+    if info is None or info.facts.is_module:
+        return None
+    return info, parsed.imports, {n for n, c in classes.items() if c.facts.is_module}
