@@ -9,10 +9,13 @@ Each round runs, one after the other on the same tree:
   plugin    flake8 with this plugin (this interpreter's environment)
   torchfix  flake8 with TorchFix instead (--torchfix; a venv under bench/_work)
   glf-f8    flake8 --select=GLF (what a GLF-only flake8 run costs)
-  check-j1  graphleaf check -j 1
-  check-jN  graphleaf check -j N (all cores)
+  check-j1  graphleaf check --no-cache -j 1
+  check-jN  graphleaf check --no-cache -j N (all cores)
+  check-warm graphleaf check -j 1 with a cache filled by an untimed run before the rounds
+  ruff-all  ruff check --select ALL --no-cache (when ruff is installed)
 and reports the median CPU seconds (user+sys of the child) and wall seconds, with the
-ratios the project budgets: plugin/base <= 1.25, glf-f8/check-j1 >= 3.
+ratios the project budgets: plugin/base <= 1.25, glf-f8/check-j1 >= 3, check-j1/ruff-all <= 2,
+check-warm/ruff-all < 1.
 Timing assertions never go in the test-suite: run this by hand and record the
 figures in docs/performance.md.
 
@@ -33,6 +36,7 @@ import importlib.metadata
 import importlib.util
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -183,9 +187,18 @@ def main(argv: list[str] | None = None) -> int:
         runs["torchfix"] = [str(tfx), "-m", "flake8", "-j", "1", "--exit-zero", tree]
     graphleaf = [sys.executable, "-m", "flake8_graphleaf"]
     runs["glf-f8"] = [sys.executable, "-m", "flake8", "-j", "1", "--select=GLF", "--exit-zero", tree]
-    runs["check-j1"] = graphleaf + ["check", "-j", "1", "--exit-zero", "--output-format", "concise", tree]
+    runs["check-j1"] = graphleaf + ["check", "--no-cache", "-j", "1", "--exit-zero", "--output-format", "concise", tree]
     cores = os.cpu_count() or 1
-    runs[f"check-j{cores}"] = graphleaf + ["check", "-j", str(cores), "--exit-zero", "--output-format", "concise", tree]
+    runs[f"check-j{cores}"] = graphleaf + ["check", "--no-cache", "-j", str(cores), "--exit-zero", "--output-format",
+                                           "concise", tree]
+    # a warm run: the same tree, unchanged, with the cache the first (untimed) run filled
+    cache_dir = WORK / "cache"
+    warm = graphleaf + ["check", "--cache-dir", str(cache_dir), "-j", "1", "--exit-zero", "--output-format", "concise", tree]
+    subprocess.run(warm, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    runs["check-warm"] = warm
+    ruff = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
+    if ruff:
+        runs["ruff-all"] = [ruff, "check", "--select", "ALL", "--no-cache", "--exit-zero", "-q", tree]
     print(f"tree: {tree}\nflake8 {flake8_version}, {cores} cores, {args.rounds} rounds, interleaved\n", flush=True)
     results: dict[str, list[tuple[float, float]]] = {k: [] for k in runs}
     for r in range(args.rounds):
@@ -203,6 +216,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"torchfix / base (CPU):      {med['torchfix'][0] / med['base'][0]:.3f}")
     print(f"flake8 --select=GLF / graphleaf check -j1 (CPU): {med['glf-f8'][0] / med['check-j1'][0]:.2f}  (budget >= 3)")
     print(f"graphleaf check -j1 / -j{cores} (wall): {med['check-j1'][1] / med[f'check-j{cores}'][1]:.2f}")
+    if "ruff-all" in med:
+        print(f"graphleaf check -j1 / ruff --select ALL --no-cache (CPU): {med['check-j1'][0] / med['ruff-all'][0]:.2f}"
+              "  (budget <= 2)")
+        print(f"graphleaf check, warm cache / ruff --select ALL --no-cache (CPU): "
+              f"{med['check-warm'][0] / med['ruff-all'][0]:.2f}  (budget < 1)")
     if not args.no_parse:
         print("\nin-process CPU seconds on the same files:")
         for k, v in parse_costs(tree).items():

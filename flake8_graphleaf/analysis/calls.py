@@ -214,6 +214,10 @@ class CallSemantics:
                 return self.module_call("super().forward(...)", pos, kw)
             if meth == "__init__":
                 return NOTHING
+            if self.on_super is not None:
+                result = self.on_super(meth, pos, kw, self.grad)
+                if result is not None:
+                    return result
             return everything if self.grad else _containers_only(everything)
         if self.is_self(recv_node):
             return self._self_call(node, meth, pos, kw, everything)

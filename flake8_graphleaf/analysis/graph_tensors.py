@@ -87,6 +87,8 @@ class Evaluator(CallSemantics):
         # ``self.<helper>.method(...)`` on a helper object (ClassFacts.helpers): (attr, method,
         # positional values, keyword values, call node, grad) -> the value it returns, or None.
         self.on_helper: Callable | None = None
+        # ``super().method(...)`` (not forward): (method, positional, keyword, grad) -> value or None.
+        self.on_super: Callable | None = None
 
     # -- helpers ------------------------------------------------------------------
     def feed(self, *values: Value) -> None:

@@ -33,6 +33,15 @@ def helper_class(imports, qualname: str) -> tuple[ClassInfo, object, set[str]] |
         memo["classes"] = collect_classes(parsed.tree, parsed.imports)
     classes = memo["classes"]
     info = classes.get(name)
-    if info is None or info.facts.is_module:
+    if info is None or info.facts.is_module or copies_itself(info):
         return None
     return info, parsed.imports, {n for n, c in classes.items() if c.facts.is_module}
+
+
+COPY_PROTOCOL = ("__deepcopy__", "__getstate__", "__reduce__", "__reduce_ex__")
+
+
+def copies_itself(info: ClassInfo) -> bool:
+    """The class (or a base of its file) decides what a copy holds: it is not judged here
+    (gpytorch's prediction strategy returns None from ``__deepcopy__``)."""
+    return any(name in info.facts.methods for name in COPY_PROTOCOL)

@@ -35,6 +35,7 @@ class ClassInfo:
         self.facts.name = node.name
         self.bases: list[str] = []  # qualified or plain names
         self.local_bases: list[str] = []  # bases defined in this file
+        self.base_infos: list["ClassInfo"] = []  # their ClassInfo, for super().method(...)
         self.is_lightning = False
         # A torchmetrics Metric: an nn.Module whose forward calls update(preds, target) with
         # what the model produced (its arguments are the model's outputs).
@@ -66,6 +67,7 @@ def collect_classes(tree: ast.AST, imports: ImportMap, extra_bases: frozenset[st
     names = set(classes)
     for info in classes.values():
         info.local_bases = [b for b in info.bases if b in names]
+        info.base_infos = [classes[b] for b in info.local_bases if classes[b] is not info]
         info.facts.bases = [b for b in info.bases if b not in names and "." in b]
 
     wanted = DEFAULT_MODULE_BASES | extra_bases

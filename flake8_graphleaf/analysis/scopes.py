@@ -162,12 +162,41 @@ class ClassRunner:
         ev.on_module_call = self._record_call
         if not self._building and self.info.facts.helpers:
             ev.on_helper = self._call_helper
+        if self.info.base_infos:
+            ev.on_super = self._call_super
         ev.building = self._building
         ev.env.update(params)
         ev.grad = function_grad_mode(func, self.imports) if grad else _explicit_enable(func, self.imports)
         sink = self._sink
         walker = Walker(ev, lambda store: sink(store, func))
         return walker.run(func.body)
+
+    def _call_super(self, name: str, pos: list[Value], kw: dict[str, Value], grad: bool) -> Value | None:
+        """``super().name(...)``: the method of a base class of this file, run on this object."""
+        todo, seen = list(self.info.base_infos), set()
+        while todo:
+            base = todo.pop(0)
+            if id(base) in seen:
+                continue
+            seen.add(id(base))
+            func = next((s for s in base.node.body if isinstance(s, ast.FunctionDef) and s.name == name), None)
+            if func is None:
+                todo += base.base_infos
+                continue
+            key = ("super", base.node.name, name, tuple(v.kind for v in pos),
+                   tuple(sorted((k, v.kind) for k, v in kw.items())), grad)
+            if key in self._memo:
+                return self._memo[key]
+            if key in self._active or len(self._active) > 20:
+                return None
+            self._active.add(key)
+            try:
+                result = self._run(func, _bind(func, pos, kw), grad)
+            finally:
+                self._active.discard(key)
+            self._memo[key] = result
+            return result
+        return None
 
     def _call_helper(self, attr: str, meth: str, pos: list[Value], kw: dict[str, Value], node: ast.Call,
                      grad: bool) -> Value | None:
@@ -182,6 +211,7 @@ class ClassRunner:
         if key in self._helper_memo:
             return None
         self._helper_memo[key] = True
+        kept: dict[tuple[str, str], list] = {}  # (code, target) -> [(class, method, line, value)]
         for qual in self.info.facts.helpers.get(attr, ()):
             found = helper_class(self.imports, qual)
             if found is None:
@@ -198,18 +228,23 @@ class ClassRunner:
                     continue
                 if store.kind not in ("attr", "container", "setattr"):
                     continue
-                target = f"self.{attr}" + store.text[len(store.root):]
-                where = f"{info.node.name}.{f.name}() (line {store.node.lineno} of {imports.module or 'its file'})"
                 code = "GLF002" if store.kind == "container" else "GLF001"
-                self.helper_findings.append(finding(
-                    code, node,
-                    f"'{target}' keeps a tensor that is on the autograd graph ({origin_text(store.value)}): "
-                    f"{where} stores it on the {info.node.name} object that 'self.{attr}' holds, and copy.deepcopy(model) "
-                    f"copies that object; copy.deepcopy(model) will raise after forward: keep the tensor off the "
-                    f"helper object, or give {info.node.name} a __getstate__ that detaches it",
-                    class_name=self.info.node.name, attribute=target,
-                    data={"kind": "helper", "helper_class": qual, "helper_line": store.node.lineno},
-                ))
+                target = f"self.{attr}" + store.text[len(store.root):]
+                kept.setdefault((code, target), []).append((info.node.name, f.name, store.node.lineno, store.value, qual))
+        for (code, target), where in kept.items():
+            classes = sorted({w[0] for w in where})
+            lines = ", ".join(f"{c}.{m}() line {n}" for c, m, n, _, _ in sorted(set((w[0], w[1], w[2], None, None) for w in where)))
+            module = self.imports.module
+            held = classes[0] if len(classes) == 1 else "; ".join(classes[:-1]) + " or " + classes[-1]
+            self.helper_findings.append(finding(
+                code, node,
+                f"'{target}' keeps a tensor that is on the autograd graph ({origin_text(where[0][3])}): "
+                f"'self.{attr}' holds a {held} object ({lines}), and copy.deepcopy(model) copies it with the "
+                f"module; copy.deepcopy(model) will raise after forward: keep the tensor off the helper object, or "
+                f"give its class a __getstate__ that detaches it",
+                class_name=self.info.node.name, attribute=target,
+                data={"kind": "helper", "helper_class": where[0][4], "helper_line": where[0][2]},
+            ))
         return None
 
     def _record_call(self, origin: str, pos, kw, grad: bool) -> None:

@@ -28,7 +28,7 @@ from .flow import function_grad_mode, grad_mode_of
 from .imports import ImportMap
 from .torch_names import is_torch_name
 
-VERSION = 3
+VERSION = 4
 
 # Calls that make their arguments parts of a module.
 _LAYER_CALLS = frozenset(
@@ -208,6 +208,7 @@ def _returned_instances(func: ast.AST, made_by) -> list[str]:
     """The classes a factory function returns new instances of: ``return C(...)``, or
     ``return x`` where ``x = C(...)`` in the function (every branch counts)."""
     bound: dict[str, list[str]] = {}
+    aliases: dict[str, list[ast.AST]] = {}  # cls = A if use_sde else B; return cls(...)
     returns: list[ast.AST] = []
     stack = list(func.body)
     while stack:
@@ -219,6 +220,11 @@ def _returned_instances(func: ast.AST, made_by) -> list[str]:
             for t in node.targets:
                 if isinstance(t, ast.Name) and made:
                     bound.setdefault(t.id, []).extend(made)
+        elif isinstance(node, ast.Assign) and isinstance(node.value, (ast.Name, ast.Attribute, ast.IfExp)):
+            options = [node.value.body, node.value.orelse] if isinstance(node.value, ast.IfExp) else [node.value]
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    aliases.setdefault(t.id, []).extend(options)
         if isinstance(node, ast.Return) and node.value is not None:
             returns.append(node.value)
         if isinstance(node, ast.stmt):
@@ -227,6 +233,9 @@ def _returned_instances(func: ast.AST, made_by) -> list[str]:
     for value in returns:
         if isinstance(value, ast.Call):
             out += made_by(value.func)
+            if isinstance(value.func, ast.Name):
+                for option in aliases.get(value.func.id, ()):
+                    out += made_by(option)
         elif isinstance(value, ast.Name):
             out += bound.get(value.id, [])
     return sorted(set(out))
