@@ -73,6 +73,7 @@ def shop():
         import shop.probe
         import shop.decode
         import shop.policy
+        import shop.asr
         yield torch, shop
     finally:
         sys.path.remove(str(PROJECT))
@@ -157,3 +158,17 @@ def test_helper_objects_held_by_a_module(shop):
     twin = pkg.policy.DetachedPolicy(3, 2)
     twin(obs, actions).sum().backward()
     assert not has_grad_fn(twin.action_dist.distribution.logits) and not raises_on_deepcopy(twin)
+
+
+def test_what_a_submodule_of_another_file_returns_element_by_element(shop):
+    """The decoder (another file, made by a factory) returns (loss, float accuracy, size): the
+    model that keeps the loss cannot be copied, the one that keeps only the accuracy can."""
+    torch, pkg = shop
+    xs, ys = torch.randn(4, 8), torch.tensor([0, 1, 2, 1])
+    asr = pkg.asr.ASR(8, 3)
+    asr(xs, ys).backward()
+    assert has_grad_fn(asr.loss) and isinstance(asr.acc, float) and asr.batch == 4
+    assert raises_on_deepcopy(asr)
+    scored = pkg.asr.ScoredASR(8, 3)
+    scored(xs, ys).backward()
+    assert isinstance(scored.acc, float) and not raises_on_deepcopy(scored)

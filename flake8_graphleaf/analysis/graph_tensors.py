@@ -47,6 +47,9 @@ class ClassFacts:
         # (``self.action_dist = make_proba_distribution(...)``): helper state objects, which
         # deepcopy of the module copies with it
         self.helpers: dict[str, tuple[str, ...]] = {}
+        # attr -> qualified names of the program's module classes it holds (its forward's
+        # results, element by element: forward_results)
+        self.submodule_quals: dict[str, tuple[str, ...]] = {}
 
 
 # A call back for ``self.method(...)``: given the method name, the argument values and
@@ -89,6 +92,7 @@ class Evaluator(CallSemantics):
         self.on_helper: Callable | None = None
         # ``super().method(...)`` (not forward): (method, positional, keyword, grad) -> value or None.
         self.on_super: Callable | None = None
+        self.nesting = 0  # how many other classes' methods deep this run is (helper objects, forward results)
 
     # -- helpers ------------------------------------------------------------------
     def feed(self, *values: Value) -> None:

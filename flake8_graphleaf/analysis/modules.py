@@ -201,6 +201,8 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
             f.submodule_ctors.setdefault(k, q)
         for k, q in base.helpers.items():
             f.helpers.setdefault(k, q)
+        for k, q in base.submodule_quals.items():
+            f.submodule_quals.setdefault(k, q)
     if module_classes is None:
         module_classes = {n for n, c in classes.items() if c.facts.is_module}
     for method in info.node.body:
@@ -249,11 +251,13 @@ def _classify(f: ClassFacts, attr: str, value: ast.AST, imports: ImportMap, modu
             return
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id not in init_args and not qual:
             return  # self.helper(...), obj.method(...): says nothing about what it returns
+        current = getattr(imports, "current", None)
         if isinstance(func, ast.Name) and func.id in module_classes:
             f.submodules.add(attr)
             f.submodule_classes.setdefault(attr, (func.id, line))
+            if current is not None:
+                f.submodule_quals[attr] = (f"{current.name}.{func.id}",)
             return
-        current = getattr(imports, "current", None)
         if isinstance(func, ast.Name) and current is not None and _plain_local_class(func.id, current, imports):
             # a class of this file that is not a module: a helper object
             f.plain.add(attr)
@@ -263,6 +267,7 @@ def _classify(f: ClassFacts, attr: str, value: ast.AST, imports: ImportMap, modu
             kind = class_kind(imports.project, qual)
             if kind == MODULE_CLASS:
                 f.submodules.add(attr)
+                f.submodule_quals[attr] = (qual,)
                 return
             if kind in (OTHER_CLASS, FOREIGN_FRAMEWORK):
                 f.plain.add(attr)  # an object of a class the program defines: not a module
@@ -274,6 +279,7 @@ def _classify(f: ClassFacts, attr: str, value: ast.AST, imports: ImportMap, modu
                 kinds = {class_kind(imports.project, q) for q in made}
                 if kinds == {MODULE_CLASS}:
                     f.submodules.add(attr)
+                    f.submodule_quals[attr] = tuple(made)
                     return
                 if kinds == {OTHER_CLASS}:
                     f.plain.add(attr)

@@ -160,6 +160,7 @@ class ClassRunner:
         ev.on_call = self.on_call
         ev.fed = self.fed
         ev.on_module_call = self._record_call
+        ev.nesting = self.depth
         if not self._building and self.info.facts.helpers:
             ev.on_helper = self._call_helper
         if self.info.base_infos:
