@@ -171,4 +171,7 @@ def test_what_a_submodule_of_another_file_returns_element_by_element(shop):
     assert raises_on_deepcopy(asr)
     scored = pkg.asr.ScoredASR(8, 3)
     scored(xs, ys).backward()
-    assert isinstance(scored.acc, float) and not raises_on_deepcopy(scored)
+    assert isinstance(scored.acc, float) and isinstance(scored.agree, float) and not raises_on_deepcopy(scored)
+    scaled = pkg.asr.ScaledASR(8, 3)
+    scaled(xs, ys).backward()
+    assert has_grad_fn(scaled.scaled) and raises_on_deepcopy(scaled)

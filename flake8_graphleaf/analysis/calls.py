@@ -287,6 +287,10 @@ class CallSemantics:
             return Value(LEAF, f"self.{meth}()")
         if meth in MODULE_API_MODULES or meth in MODULE_API_NONE:
             return NOTHING
+        if facts is not None and meth in facts.helpers and self.on_helper is not None:
+            result = self.on_helper(meth, "__call__", pos, kw, node, self.grad)  # self.scorer(hyp, ref)
+            if result is not None:
+                return result
         if facts is not None and (meth in facts.functional or meth in facts.plain):
             return self.computed(NOTHING, everything)
         if facts is not None and (meth in facts.submodules or self.self_attrs.get(meth, NOTHING).kind == MODULE):

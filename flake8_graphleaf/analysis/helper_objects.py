@@ -12,6 +12,8 @@ tensor on the helper object at the call, in the module's file.
 
 from __future__ import annotations
 
+import ast
+
 from .modules import ClassInfo, collect_classes
 from .project_view import resolve
 
@@ -45,3 +47,39 @@ def copies_itself(info: ClassInfo) -> bool:
     """The class (or a base of its file) decides what a copy holds: it is not judged here
     (gpytorch's prediction strategy returns None from ``__deepcopy__``)."""
     return any(name in info.facts.methods for name in COPY_PROTOCOL)
+
+
+def returns_self(func: ast.FunctionDef) -> bool:
+    """``return self``: the call gives the helper object back (its state is what matters)."""
+    me = func.args.args[0].arg if func.args.args else None
+    return any(isinstance(n, ast.Return) and isinstance(n.value, ast.Name) and n.value.id == me
+               for n in ast.walk(func))
+
+
+def reads_runtime_state(info: ClassInfo, func: ast.FunctionDef) -> bool:
+    """Does ``func`` (or a method of the object it calls) read an attribute that a method other
+    than ``__init__`` assigns: state a fresh run of the method cannot know?"""
+    methods = info.facts.methods
+    changed: set[str] = set()
+    for name, m in methods.items():
+        if name == "__init__" or not m.args.args:
+            continue
+        me = m.args.args[0].arg
+        for n in ast.walk(m):
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, (ast.AugAssign, ast.AnnAssign)) else []
+            for t in targets:
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == me:
+                    changed.add(t.attr)
+    todo, seen, read = [func], set(), set()
+    while todo:
+        m = todo.pop()
+        if id(m) in seen or not m.args.args:
+            continue
+        seen.add(id(m))
+        me = m.args.args[0].arg
+        for n in ast.walk(m):
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == me:
+                read.add(n.attr)
+                if n.attr in methods:
+                    todo.append(methods[n.attr])
+    return bool(read & changed)

@@ -201,29 +201,40 @@ class ClassRunner:
 
     def _call_helper(self, attr: str, meth: str, pos: list[Value], kw: dict[str, Value], node: ast.Call,
                      grad: bool) -> Value | None:
-        """``self.<attr>.<meth>(...)`` on a helper object: run the method and report the graph
-        tensors it keeps on the object.  Returns None: what the call gives is judged as before."""
-        from .helper_objects import helper_class
+        """``self.<attr>.<meth>(...)`` on a helper object (``meth`` is ``__call__`` for
+        ``self.<attr>(...)``): run the method, and report the graph tensors it keeps on the object.
+        Returns what the call gives when the method's result depends only on its arguments and
+        the object's settings (every attribute it reads is set only in ``__init__``), else None:
+        the call is judged as before."""
+        from .helper_objects import helper_class, reads_runtime_state, returns_self
         from .rules import finding, origin_text
 
-        if not grad or self.depth > 1 or not any(v.kind == GRAPH for v in [*pos, *kw.values()]):
+        if self.depth > 1:
             return None
-        key = (attr, meth, node.lineno, node.col_offset)
+        key = (attr, meth, node.lineno, node.col_offset, grad)
         if key in self._helper_memo:
-            return None
-        self._helper_memo[key] = True
+            return self._helper_memo[key]
+        self._helper_memo[key] = None
         kept: dict[tuple[str, str], list] = {}  # (code, target) -> [(class, method, line, value)]
+        results: list[Value] | None = []
         for qual in self.info.facts.helpers.get(attr, ()):
             found = helper_class(self.imports, qual)
-            if found is None:
+            info = found[0] if found is not None else None
+            func = info.facts.methods.get(meth) if info is not None else None
+            if func is None:
+                results = None  # a class whose method is not seen: its result is unknown
                 continue
             info, imports, module_classes = found
-            func = info.facts.methods.get(meth)
-            if func is None:
-                continue
             stores: list = []
             runner = ClassRunner(info, imports, module_classes, depth=self.depth + 1)
-            runner.run_with(func, pos, kw, lambda store, f: stores.append((store, f)), grad)
+            value = runner.run_with(func, pos, kw, lambda store, f: stores.append((store, f)), grad)
+            if results is not None:
+                if returns_self(func) or reads_runtime_state(info, func):
+                    results = None
+                else:
+                    results.append(value)
+            if not grad:
+                continue
             for store, f in stores:
                 if store.root != self_name(f) or store.value.kind != GRAPH or not store.grad:
                     continue
@@ -246,7 +257,9 @@ class ClassRunner:
                 class_name=self.info.node.name, attribute=target,
                 data={"kind": "helper", "helper_class": where[0][4], "helper_line": where[0][2]},
             ))
-        return None
+        result = join(*results) if results else None
+        self._helper_memo[key] = result
+        return result
 
     def _record_call(self, origin: str, pos, kw, grad: bool) -> None:
         m = _SUBMODULE_CALL.match(origin)
