@@ -262,6 +262,10 @@ class CallSemantics:
             return NOTHING
         if meth == "type" and not node.args and not node.keywords:
             return NOTHING
+        if meth in ("to", "type"):
+            # x.to(other), x.to(device, dtype): the arguments give a dtype or a device; the
+            # history is x's (a parameter moved to another device is a non-leaf: computed)
+            return self.computed(recv)
         if meth == "requires_grad_":
             if node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value is False:
                 return NOTHING if recv.kind < GRAPH else recv
