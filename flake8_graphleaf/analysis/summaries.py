@@ -204,7 +204,7 @@ def _is_self_attr(target: ast.AST) -> bool:
     return isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"
 
 
-def _returned_instances(func: ast.AST, made_by) -> list[str]:
+def _returned_instances(func: ast.AST, made_by, complete: bool = False) -> list[str]:
     """The classes a factory function returns new instances of: ``return C(...)``, or
     ``return x`` where ``x = C(...)`` in the function (every branch counts)."""
     bound: dict[str, list[str]] = {}
@@ -231,24 +231,31 @@ def _returned_instances(func: ast.AST, made_by) -> list[str]:
             stack.extend(ast.iter_child_nodes(node))
     out: list[str] = []
     for value in returns:
+        found: list[str] = []
         if isinstance(value, ast.Call):
-            out += made_by(value.func)
-            if isinstance(value.func, ast.Name):
-                for option in aliases.get(value.func.id, ()):
-                    out += made_by(option)
+            found = made_by(value.func)
+            if isinstance(value.func, ast.Name) and value.func.id in aliases:
+                options = [made_by(option) for option in aliases[value.func.id]]
+                if complete and not all(options):
+                    return []  # cls = kernel.prediction_strategy or Default: not all known
+                found = found + [q for o in options for q in o]
         elif isinstance(value, ast.Name):
-            out += bound.get(value.id, [])
+            found = bound.get(value.id, [])
+        if complete and not found and not (isinstance(value, ast.Constant) and value.value is None):
+            return []  # a return the analysis cannot name: the factory's classes are not all known
+        out += found
     return sorted(set(out))
 
 
 def factories_of(tree: ast.Module, imports: ImportMap) -> dict[str, list[str]]:
-    """The top-level functions of a file that return new objects of classes (local or imported):
-    name -> qualified class names."""
+    """The top-level functions of a file that return only new objects of classes (local or
+    imported): name -> qualified class names.  A function with a return the analysis cannot name
+    is not listed (what it returns is not known)."""
     s = _Summary(tree, imports)
     for _ in range(2):
         for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                made = _returned_instances(node, s.made_by)
+                made = _returned_instances(node, s.made_by, complete=True)
                 if made:
                     s.factories[node.name] = made
     return s.factories
