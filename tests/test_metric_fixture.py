@@ -10,29 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from test_project_fixtures import EXPECT, LINE
+from test_project_fixtures import marked, parse
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = ROOT / "fixtures" / "projects" / "metricbase"
-
-
-def marked() -> set[tuple[str, int, str]]:
-    out = set()
-    for path in sorted(PROJECT.rglob("*.py")):
-        for i, text in enumerate(path.read_text().splitlines(), start=1):
-            m = EXPECT.search(text)
-            if m:
-                out.add((path.relative_to(PROJECT).as_posix(), i, m.group(1)))
-    return out
-
-
-def reported(stdout: str) -> set[tuple[str, int, str]]:
-    out = set()
-    for line in stdout.splitlines():
-        m = LINE.match(line)
-        if m:
-            out.add((Path(m.group("path")).resolve().relative_to(PROJECT).as_posix(), int(m.group("line")), m.group("code")))
-    return out
 
 
 @pytest.mark.parametrize("command", [
@@ -41,8 +22,8 @@ def reported(stdout: str) -> set[tuple[str, int, str]]:
 ])
 def test_reports_exactly_the_marked_lines(command):
     r = subprocess.run(command + [str(PROJECT)], capture_output=True, text=True, cwd=ROOT, timeout=300)
-    assert marked() == {("torchmetrics/metric.py", 22, "GLF001")}
-    assert reported(r.stdout) == marked(), r.stdout + r.stderr
+    assert marked(PROJECT) == {("torchmetrics/metric.py", 22, "GLF001")}
+    assert parse(r.stdout, PROJECT) == marked(PROJECT), r.stdout + r.stderr
 
 
 def test_the_cache_keeps_the_graph_and_the_twin_does_not():

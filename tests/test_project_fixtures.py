@@ -17,22 +17,22 @@ EXPECT = re.compile(r"#\s*expect:\s*(GLF\d+)")
 LINE = re.compile(r"^(?P<path>.+?):(?P<line>\d+):\d+: (?P<code>GLF\d+) ")
 
 
-def marked() -> set[tuple[str, int, str]]:
+def marked(project: Path = PROJECT) -> set[tuple[str, int, str]]:
     out = set()
-    for path in sorted(PROJECT.rglob("*.py")):
+    for path in sorted(project.rglob("*.py")):
         for i, text in enumerate(path.read_text().splitlines(), start=1):
             m = EXPECT.search(text)
             if m:
-                out.add((path.relative_to(PROJECT).as_posix(), i, m.group(1)))
+                out.add((path.relative_to(project).as_posix(), i, m.group(1)))
     return out
 
 
-def parse(stdout: str) -> set[tuple[str, int, str]]:
+def parse(stdout: str, project: Path = PROJECT) -> set[tuple[str, int, str]]:
     out = set()
     for line in stdout.splitlines():
         m = LINE.match(line)
         if m:
-            rel = Path(m.group("path")).resolve().relative_to(PROJECT).as_posix()
+            rel = Path(m.group("path")).resolve().relative_to(project).as_posix()
             out.add((rel, int(m.group("line")), m.group("code")))
     return out
 

@@ -300,12 +300,12 @@ class CallSemantics:
         if facts is not None and (meth in facts.submodules or self.self_attrs.get(meth, NOTHING).kind == MODULE):
             result = self.module_call(f"self.{meth}(...)", pos, kw)
             quals = facts.submodule_quals.get(meth)
-            if quals and result.kind == GRAPH:
-                from .forward_results import forward_items, split_result
-
+            forward_items = getattr(self.imports, "forward_items_of", None)  # forward_results, installed by the analysis
+            if quals and result.kind == GRAPH and forward_items is not None:
                 flags = [forward_items(self.imports, q, self.nesting) for q in quals]
                 if flags and all(f is not None and len(f) == len(flags[0]) for f in flags):
-                    return split_result(result, tuple(any(f[i] for f in flags) for i in range(len(flags[0]))))
+                    items = tuple(result if any(f[i] for f in flags) else NOTHING for i in range(len(flags[0])))
+                    return Value(result.kind, result.origin, items)
             return result
         if meth in ("forward", "__call__") and facts is not None and facts.is_module:
             return Value(GRAPH, "self(...)") if self.grad else NOTHING

@@ -11,6 +11,7 @@ import ast
 from dataclasses import dataclass, field
 
 from .effects import function_effect
+from .forward_results import forward_items
 from .copysafe_state import drop_covered
 from .findings import Finding
 from .imports import ImportMap
@@ -68,6 +69,7 @@ def analyze_file(tree: ast.AST, source: str | None = None, options: Options | No
     imports = ImportMap(tree, options.module, options.is_package, options.project)
     imports.current = ParsedModule.of(options.module or "__main__", "<current>", tree, imports)
     imports.effect_of = function_effect
+    imports.forward_items_of = forward_items
     classes = collect_classes(tree, imports, options.module_bases)
     findings: list[Finding] = []
     module_classes = {n for n, c in classes.items() if c.facts.is_module}

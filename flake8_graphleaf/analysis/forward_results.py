@@ -12,9 +12,10 @@ analysis does not follow at all says nothing.
 
 from __future__ import annotations
 
-from .graph_tensors import ARG, GRAPH, NOTHING, Value
-from .modules import collect_classes
-from .project_view import resolve
+import ast
+
+from .values import ARG, NOTHING, Value
+from .helper_objects import program_class
 
 
 def forward_items(imports, qualname: str, depth: int = 0) -> tuple[bool, ...] | None:
@@ -24,26 +25,17 @@ def forward_items(imports, qualname: str, depth: int = 0) -> tuple[bool, ...] | 
 
     if depth > 1:
         return None
-    module, _, name = qualname.rpartition(".")
-    current = getattr(imports, "current", None)
-    if current is not None and module == current.name and name in current.defs:
-        parsed = current
-    else:
-        found = resolve(getattr(imports, "project", None), qualname)
-        parsed = found.module if found is not None else None
-    if parsed is None:
+    found = program_class(imports, qualname)
+    if found is None:
         return None
+    parsed, classes, info = found
     memo = parsed.memo
-    key = ("forward_items", name)
+    key = ("forward_items", info.node.name)
     if key in memo:
         return memo[key]
     memo[key] = None  # recursion: unknown
-    if "classes" not in memo:
-        memo["classes"] = collect_classes(parsed.tree, parsed.imports)
-    classes = memo["classes"]
-    info = classes.get(name)
-    func = info.facts.methods.get("forward") if info is not None and info.facts.is_module else None
-    if func is None or sum(1 for _ in _walk(func)) > 3000:
+    func = info.facts.methods.get("forward") if info.facts.is_module else None
+    if func is None or sum(1 for _ in ast.walk(func)) > 3000:
         return None
     args = func.args
     names = [a.arg for a in (args.posonlyargs + args.args)[1:]]
@@ -66,15 +58,3 @@ def forward_items(imports, qualname: str, depth: int = 0) -> tuple[bool, ...] | 
         return None
     memo[key] = tuple(may)
     return memo[key]
-
-
-def _walk(node):
-    import ast
-
-    return ast.walk(node)
-
-
-def split_result(value: Value, flags: tuple[bool, ...]) -> Value:
-    """The submodule call's result ``value`` as a tuple whose history-free elements hold nothing."""
-    items = tuple(Value(value.kind, value.origin) if f else NOTHING for f in flags)
-    return Value(value.kind, value.origin, items)

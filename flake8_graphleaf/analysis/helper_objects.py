@@ -18,9 +18,9 @@ from .modules import ClassInfo, collect_classes
 from .project_view import resolve
 
 
-def helper_class(imports, qualname: str) -> tuple[ClassInfo, object, set[str]] | None:
-    """(class info, its file's ImportMap, its file's module classes) of a non-module class of
-    the program, or None when it cannot be found or is a module."""
+def program_class(imports, qualname: str):
+    """(parsed file, its classes, the class's ClassInfo) of a class of the program (this file or
+    another, never imported), or None.  The file's classes are collected once (its memo)."""
     module, _, name = qualname.rpartition(".")
     current = getattr(imports, "current", None)
     if current is not None and module == current.name and name in current.defs:
@@ -33,9 +33,18 @@ def helper_class(imports, qualname: str) -> tuple[ClassInfo, object, set[str]] |
     memo = parsed.memo
     if "classes" not in memo:
         memo["classes"] = collect_classes(parsed.tree, parsed.imports)
-    classes = memo["classes"]
-    info = classes.get(name)
-    if info is None or info.facts.is_module or copies_itself(info):
+    info = memo["classes"].get(name)
+    return (parsed, memo["classes"], info) if info is not None else None
+
+
+def helper_class(imports, qualname: str) -> tuple[ClassInfo, object, set[str]] | None:
+    """(class info, its file's ImportMap, its file's module classes) of a non-module class of
+    the program, or None when it cannot be found or is a module."""
+    found = program_class(imports, qualname)
+    if found is None:
+        return None
+    parsed, classes, info = found
+    if info.facts.is_module or copies_itself(info):
         return None
     return info, parsed.imports, {n for n, c in classes.items() if c.facts.is_module}
 

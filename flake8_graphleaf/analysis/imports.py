@@ -29,6 +29,7 @@ class ImportMap:
         self.current = None  # this file as a project_view.ParsedModule, set by the analysis
         self.summary = None  # this file's summaries.summarize(), computed when first needed
         self.effect_of = None  # effects.function_effect, installed by the analysis
+        self.forward_items_of = None  # forward_results.forward_items, installed by the analysis
         package = None
         if module:
             package = module if is_package else module.rpartition(".")[0]

@@ -8,6 +8,7 @@ import ast
 import re
 from typing import Callable
 
+from .findings import Finding
 from .flow import Store, Walker, function_grad_mode
 from .graph_tensors import ARG, GRAPH, MODULE, NOTHING, Evaluator, Value, argument_value, join, looks_like_module_name
 from .imports import ImportMap
@@ -184,20 +185,23 @@ class ClassRunner:
             if func is None:
                 todo += base.base_infos
                 continue
-            key = ("super", base.node.name, name, tuple(v.kind for v in pos),
-                   tuple(sorted((k, v.kind) for k, v in kw.items())), grad)
-            if key in self._memo:
-                return self._memo[key]
-            if key in self._active or len(self._active) > 20:
-                return None
-            self._active.add(key)
-            try:
-                result = self._run(func, _bind(func, pos, kw), grad)
-            finally:
-                self._active.discard(key)
-            self._memo[key] = result
-            return result
+            return self._run_once(("super", base.node.name), func, pos, kw, grad)
         return None
+
+    def _run_once(self, name, func: ast.FunctionDef, pos: list[Value], kw: dict[str, Value], grad: bool) -> Value | None:
+        """Run ``func`` with these values, memoised on their kinds; None inside a recursion."""
+        key = (name, tuple(v.kind for v in pos), tuple(sorted((k, v.kind) for k, v in kw.items())), grad)
+        if key in self._memo:
+            return self._memo[key]
+        if key in self._active or len(self._active) > 20:
+            return None
+        self._active.add(key)
+        try:
+            result = self._run(func, _bind(func, pos, kw), grad)
+        finally:
+            self._active.discard(key)
+        self._memo[key] = result
+        return result
 
     def _call_helper(self, attr: str, meth: str, pos: list[Value], kw: dict[str, Value], node: ast.Call,
                      grad: bool) -> Value | None:
@@ -207,7 +211,6 @@ class ClassRunner:
         the object's settings (every attribute it reads is set only in ``__init__``), else None:
         the call is judged as before."""
         from .helper_objects import helper_class, reads_runtime_state, returns_self
-        from .rules import finding, origin_text
 
         if self.depth > 1:
             return None
@@ -248,12 +251,13 @@ class ClassRunner:
             lines = ", ".join(f"{c}.{m}() line {n}" for c, m, n, _, _ in sorted(set((w[0], w[1], w[2], None, None) for w in where)))
             module = self.imports.module
             held = classes[0] if len(classes) == 1 else "; ".join(classes[:-1]) + " or " + classes[-1]
-            self.helper_findings.append(finding(
-                code, node,
-                f"'{target}' keeps a tensor that is on the autograd graph ({origin_text(where[0][3])}): "
+            self.helper_findings.append(Finding(
+                code, node.lineno, node.col_offset,
+                f"'{target}' keeps a tensor that is on the autograd graph (from {where[0][3].origin}): "
                 f"'self.{attr}' holds a {held} object ({lines}), and copy.deepcopy(model) copies it with the "
                 f"module; copy.deepcopy(model) will raise after forward: keep the tensor off the helper object, or "
                 f"give its class a __getstate__ that detaches it",
+                end_line=node.end_lineno, end_col=node.end_col_offset,
                 class_name=self.info.node.name, attribute=target,
                 data={"kind": "helper", "helper_class": where[0][4], "helper_line": where[0][2]},
             ))
@@ -278,19 +282,7 @@ class ClassRunner:
             # (``_enable_grad = True``): whatever compute() a subclass defines gets the batch's
             # history whenever it is differentiable in its inputs (MSE, a mean, a correlation).
             return Value(GRAPH, "compute() over the batch given to forward") if grad and self._batch.kind == GRAPH else NOTHING
-        key = (name, tuple(v.kind for v in pos), tuple(sorted((k, v.kind) for k, v in kw.items())), grad)
-        if key in self._memo:
-            return self._memo[key]
-        if key in self._active or len(self._active) > 20:
-            return None
-        self._active.add(key)
-        try:
-            params = _bind(func, pos, kw)
-            result = self._run(func, params, grad)
-        finally:
-            self._active.discard(key)
-        self._memo[key] = result
-        return result
+        return self._run_once(name, func, pos, kw, grad)
 
 
 def _abstract(func: ast.FunctionDef) -> bool:

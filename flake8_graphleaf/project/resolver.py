@@ -21,6 +21,7 @@ import sys
 import warnings
 
 from ..analysis.effects import function_effect
+from ..analysis.forward_results import forward_items
 from ..analysis.imports import ImportMap
 from ..analysis.project_view import ParsedModule, ProjectView, looked_up
 from .index import ProjectIndex
@@ -110,6 +111,7 @@ class FileResolver(ProjectView):
         parsed = ParsedModule.of(module, path, tree, imports)
         imports.current = parsed
         imports.effect_of = function_effect
+        imports.forward_items_of = forward_items
         return parsed
 
 
