@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from pathlib import Path
 
 
 from test_cli import BUGGY, run
@@ -105,3 +106,21 @@ def test_fix_edits_built_only_when_shown_and_same_from_the_cache(tmp_path):
     assert run("check", "--output-format", "json", ".", cwd=tmp_path).stdout == cold
     assert run("check", "--no-cache", "-j", "2", "--output-format", "json", ".", cwd=tmp_path).stdout == cold
     assert run("check", "-j", "2", "--output-format", "sarif", ".", cwd=tmp_path).returncode == 1
+
+
+def test_an_edited_checkout_never_reads_old_entries(tmp_path):
+    """The key mixes in the installation's own sources (size and mtime of each file), so an
+    editable install whose analysis changed does not read what the old code wrote."""
+    from flake8_graphleaf.project import cache as store
+
+    before = key("same", b"content")
+    source = Path(store.__file__)
+    st = source.stat()
+    try:
+        os.utime(source, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+        store._BUILD = None
+        assert key("same", b"content") != before
+    finally:
+        os.utime(source, ns=(st.st_atime_ns, st.st_mtime_ns))
+        store._BUILD = None
+    assert key("same", b"content") == before

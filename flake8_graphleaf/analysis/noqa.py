@@ -89,8 +89,8 @@ def noqa_map(source: str) -> dict[int, frozenset[str] | None]:
     if "noqa" not in source.lower():
         return out
     lines = source.splitlines()
-    ranges = statement_ranges(source)
-    starts = [a for a, _ in ranges]
+    ranges: list[tuple[int, int]] | None = None  # tokenized at the first noqa comment only
+    starts: list[int] = []
     for i, line in enumerate(lines, start=1):
         if "noqa" not in line and "NOQA" not in line.upper():
             continue
@@ -100,6 +100,9 @@ def noqa_map(source: str) -> dict[int, frozenset[str] | None]:
         codes = m.group("codes")
         value = None if not codes else frozenset(c for c in _SEP.split(codes.upper()) if c)
         covered = [i]
+        if ranges is None:
+            ranges = statement_ranges(source)
+            starts = [a for a, _ in ranges]
         k = bisect.bisect_right(starts, i) - 1  # ranges are sorted and disjoint
         if k >= 0 and ranges[k][0] <= i <= ranges[k][1]:
             a, b = ranges[k]

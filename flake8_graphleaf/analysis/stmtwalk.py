@@ -64,11 +64,12 @@ def lines_matching(source: str, pattern: re.Pattern) -> set[int]:
 
 def scopes_at(tree: ast.Module, lines: set[int]) -> list[ast.AST]:
     """The innermost functions (or the module) whose own code spans one of ``lines``."""
+    funcs = [s for s in statements(tree) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]  # walked once
     found: dict[int, ast.AST] = {}
     for line in lines:
         best: ast.AST = tree
-        for s in statements(tree):
-            if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.lineno <= line <= s.end_lineno:
+        for s in funcs:
+            if s.lineno <= line <= s.end_lineno:
                 if best is tree or s.lineno >= best.lineno:
                     best = s
         found[id(best)] = best

@@ -109,8 +109,11 @@ def _analyse(src: Source, path: str, settings: Settings, codes: tuple[str, ...],
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         return [], syntax_error(exc, src.text)
     wanted = set(codes)
+    findings = [f for f in findings if f.code in wanted]
+    if not findings:
+        return [], None
     noqa = noqa_map(src.text)
-    return [f for f in findings if f.code in wanted and not is_silenced(f.code, f.line, noqa)], None
+    return [f for f in findings if not is_silenced(f.code, f.line, noqa)], None
 
 
 def _rebuilder(data: bytes, path: str, settings: Settings, codes: tuple[str, ...], options):

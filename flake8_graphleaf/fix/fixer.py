@@ -128,7 +128,7 @@ def fix_source(
     for _ in range(MAX_ROUNDS):
         findings = analyze_with_fixes(current, filename, options, project)
         analysed = (current, findings)
-        noqa = noqa_map(current)
+        noqa = noqa_map(current) if findings else {}
         chosen: list[Finding] = []
         taken = _Taken()
         for f in findings:
@@ -183,9 +183,9 @@ def fix_source(
         current = new
     result.source = current
     # What is left: findings with no fix, or with a fix that was not enabled.
-    noqa = noqa_map(current)
     # The loop usually ends by analysing the final text and finding nothing to apply.
     final = analysed[1] if analysed is not None and analysed[0] == current else analyze_with_fixes(current, filename, options, project)
+    noqa = noqa_map(current) if final else {}
     for f in final:
         if (wanted is not None and not wanted(f.code)) or is_silenced(f.code, f.line, noqa):
             continue

@@ -86,6 +86,10 @@ def decode(raw: bytes, name: str = "<stdin>") -> Source:
         ) from None
     except LookupError:
         raise SourceError(f"unknown encoding {encoding!r}") from None
+    if "\r" not in original:  # the usual case: \n endings only, the text as it is
+        n = original.count("\n")
+        endings = ("\n",) * n + (("",) if original and not original.endswith("\n") else ())
+        return Source(text=original, raw=raw, encoding=encoding, endings=endings)
     lines = split_lines(original)
     endings = tuple(line[len(line.rstrip("\r\n")):] for line in lines)
     text = "".join(line.rstrip("\r\n") + ("\n" if e else "") for line, e in zip(lines, endings))

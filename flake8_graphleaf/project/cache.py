@@ -6,8 +6,9 @@
     cache.put("findings", key, data)    # JSON-able data; atomic; silent on a read-only dir
 
 Keys are strings the caller builds (see :func:`key`): the content hash of the file, the
-settings that change the answer, and this tool's version (always mixed in, so an upgrade
-never reads an old entry).  Entries live at ``<dir>/<version>/<kind>/<k[:2]>/<k>.json``.
+settings that change the answer, and this tool's build (its version and its source files'
+sizes and mtimes, always mixed in, so neither an upgrade nor an edited checkout reads an old
+entry).  Entries live at ``<dir>/<version>/<kind>/<k[:2]>/<k>.json``.
 Used by the CLI (kind="findings"), and usable by the plugin and the project index
 (kind="summary"): it imports nothing from the rest of the package but its version.
 """
@@ -29,9 +30,31 @@ TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
        "# For information about cache directory tags see https://bford.info/cachedir/\n")
 
 
+_BUILD: str | None = None
+
+
+def build_stamp() -> str:
+    """This installation of graphleaf: its version and the size and mtime of each of its own
+    source files, so that an edited checkout (an editable install) never reads entries that an
+    older analysis wrote under the same version number."""
+    global _BUILD
+    if _BUILD is None:
+        package = Path(__file__).resolve().parent.parent
+        h = hashlib.sha256(__version__.encode())
+        for path in sorted(package.rglob("*.py")):
+            try:
+                st = path.stat()
+            except OSError:
+                continue
+            h.update(f"{path.relative_to(package)}:{st.st_size}:{st.st_mtime_ns};".encode())
+        _BUILD = h.hexdigest()
+    return _BUILD
+
+
 def key(*parts: object) -> str:
-    """A hex key for ``parts`` (bytes are hashed as they are, everything else as its repr)."""
-    h = hashlib.sha256(__version__.encode())
+    """A hex key for ``parts`` (bytes are hashed as they are, everything else as its repr),
+    always mixed with :func:`build_stamp`."""
+    h = hashlib.sha256(build_stamp().encode())
     for p in parts:
         data = p if isinstance(p, bytes) else repr(p).encode("utf-8", "surrogatepass")
         h.update(len(data).to_bytes(8, "little"))

@@ -18,13 +18,13 @@ Nothing here imports user code: files are read and parsed, never run.
 from __future__ import annotations
 
 import ast
-import hashlib
 import os
 import warnings
 from dataclasses import dataclass
 
 from ..analysis.imports import ImportMap
 from ..analysis.summaries import VERSION, summarize
+from .cache import key as cache_key
 from .names import module_name_for
 
 # Folders never indexed (virtual environments, build output, caches, VCS).
@@ -121,7 +121,7 @@ class ProjectIndex:
             return self.summaries[path]
         text = self.text(path)
         source = text.encode("utf-8", "surrogateescape") if text else b""
-        key = f"{VERSION}:{hashlib.sha256(source).hexdigest()}:{path}"
+        key = cache_key("summary", VERSION, source, path)
         summary = self.cache.get("summary", key) if self.cache is not None else None
         if summary is None:
             summary = summarize_source(source, path) if text else None
