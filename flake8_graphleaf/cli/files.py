@@ -169,15 +169,30 @@ def is_excluded(path: str, settings: Settings, name_only: bool = False) -> bool:
     rel = relative_posix(path, settings.root)
     inside = not os.path.isabs(rel)
     parts = rel.split("/") if inside and not name_only else [os.path.basename(os.path.normpath(path))]
-    for pattern in list(settings.exclude) + list(settings.extend_exclude):
+    names, paths = _exclude_patterns(settings)
+    if names is not None and any(names.match(p) for p in parts):
+        return True
+    return paths is not None and paths.match(rel) is not None
+
+
+def _exclude_patterns(settings: Settings):
+    """(regex of the name patterns, regex of the path patterns), compiled once per settings."""
+    patterns = tuple(settings.exclude) + tuple(settings.extend_exclude)
+    cached = getattr(settings, "_exclude_compiled", None)
+    if cached is not None and cached[0] == patterns:
+        return cached[1]
+    names, paths = [], []
+    for pattern in patterns:
         pat = pattern.rstrip("/")
         pat = pat[2:] if pat.startswith("./") else pat
         if "/" in pat:
-            if fnmatch.fnmatchcase(rel, pat) or fnmatch.fnmatchcase(rel, pat + "/*"):
-                return True
-        elif any(fnmatch.fnmatchcase(p, pat) for p in parts):
-            return True
-    return False
+            paths += [fnmatch.translate(pat), fnmatch.translate(pat + "/*")]
+        else:
+            names.append(fnmatch.translate(pat))
+    compiled = (re.compile("|".join(f"(?:{n})" for n in names)) if names else None,
+                re.compile("|".join(f"(?:{p})" for p in paths)) if paths else None)
+    settings._exclude_compiled = (patterns, compiled)
+    return compiled
 
 
 def is_python(name: str) -> bool:

@@ -213,7 +213,7 @@ def check(tree: ast.Module, imports: ImportMap, module_classes: set[str], source
     for body, func in scopes:
         if source is not None and func is not None:
             text = "\n".join(lines[func.lineno - 1: func.end_lineno or func.lineno])
-            if not any(w in text for w in ("DataLoader", "put", "Process", "spawn", "start_processes")):
+            if not any(w in text for w in ("DataLoader", ".put(", ".put_nowait(", "Process", "spawn", "start_processes")):
                 continue
         ev = _Boundary(imports, module_classes, datasets, spawn_file, report)
         if func is not None:
