@@ -122,7 +122,9 @@ class ClassRunner:
                 # torchmetrics: users pass the model's outputs, graph tensors; Metric wraps
                 # update() in set_grad_enabled(False), so only what it keeps as it is stays on
                 # the graph (CatMetric's list of inputs), not what it computes from them.
-                params = {k: (Value(GRAPH, f"argument '{k}', a model output given to the metric") if v.kind == ARG else v)
+                kinds = _annotations(func)
+                params = {k: (Value(GRAPH, f"argument '{k}', a model output given to the metric")
+                              if v.kind == ARG and _tensor_annotation(kinds.get(k)) else v)
                           for k, v in params.items()}
                 grad = name == "forward"
                 if grad:
@@ -283,6 +285,22 @@ class ClassRunner:
             # history whenever it is differentiable in its inputs (MSE, a mean, a correlation).
             return Value(GRAPH, "compute() over the batch given to forward") if grad and self._batch.kind == GRAPH else NOTHING
         return self._run_once(name, func, pos, kw, grad)
+
+
+def _annotations(func: ast.FunctionDef) -> dict[str, ast.AST | None]:
+    args = func.args
+    every = args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a is not None]
+    return {a.arg: a.annotation for a in every}
+
+
+def _tensor_annotation(annotation: ast.AST | None) -> bool:
+    """No annotation, or one that names tensors (``Tensor``, ``Optional[Tensor]``,
+    ``Sequence[Tensor]``, ``Any``): a metric's input may be a model output.  ``generator:
+    GeneratorType`` (a module) is not."""
+    if annotation is None:
+        return True
+    text = ast.unparse(annotation)
+    return "Tensor" in text or "Any" in text
 
 
 def _abstract(func: ast.FunctionDef) -> bool:
