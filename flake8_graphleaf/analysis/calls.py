@@ -313,7 +313,7 @@ class CallSemantics:
         if facts is not None and facts.is_module and not _METHOD_NAME_RE.match(meth):
             from .project_view import defines_method
 
-            if not defines_method(self.imports.project, facts.bases, meth):
+            if not defines_method(self.imports.project, facts.bases, meth) and meth not in facts.injected:
                 self.feed(*pos, *kw.values())  # named as a noun, and no base defines it: a submodule
         return self.computed(NOTHING, everything) if everything.kind >= MODULE else NOTHING
 

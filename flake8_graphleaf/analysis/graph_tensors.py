@@ -50,6 +50,7 @@ class ClassFacts:
         # attr -> qualified names of the program's module classes it holds (its forward's
         # results, element by element: forward_results)
         self.submodule_quals: dict[str, tuple[str, ...]] = {}
+        self.injected: set[str] = set()  # attributes set in __init__ from an argument (self.model = model)
 
 
 # A call back for ``self.method(...)``: given the method name, the argument values and
@@ -109,8 +110,19 @@ class Evaluator(CallSemantics):
             self.on_module_call(origin, pos, kw, self.grad)
         if not self.grad:
             return NOTHING
-        self.feed(*pos, *kw.values())
+        if not self._injected(origin):
+            self.feed(*pos, *kw.values())
         return Value(GRAPH, origin)
+
+    def _injected(self, origin: str) -> bool:
+        """Is the called module one the class was given (``self.model = model`` in ``__init__``)
+        rather than one it built?  Feeding an argument to a given model (a guide's model, a beam
+        search's scorers, a kernel wrapper's kernel) says nothing about where the argument comes
+        from: the class may sit at the top, called with data."""
+        if self.facts is None or not self.facts.injected or not origin.startswith("self."):
+            return False
+        attr = origin[5:].split(".", 1)[0].split("(", 1)[0].split("[", 1)[0]
+        return attr in self.facts.injected
 
     def computed(self, origin: Value, *operands: Value) -> Value:
         """Result of a differentiable computation on ``operands``."""

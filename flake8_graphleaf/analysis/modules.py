@@ -203,6 +203,7 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
             f.helpers.setdefault(k, q)
         for k, q in base.submodule_quals.items():
             f.submodule_quals.setdefault(k, q)
+        f.injected |= base.injected
     if module_classes is None:
         module_classes = {n for n, c in classes.items() if c.facts.is_module}
     for method in info.node.body:
@@ -236,6 +237,9 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
                 if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == self_name:
                     f.assigned.add(t.attr)
                     _classify(f, t.attr, value, imports, module_classes, init_args, node.lineno)
+                    given = value.values if isinstance(value, ast.BoolOp) else [value]  # self.m = m or Default()
+                    if method.name == "__init__" and any(isinstance(v, ast.Name) and v.id in init_args for v in given):
+                        f.injected.add(t.attr)
 
 
 def _classify(f: ClassFacts, attr: str, value: ast.AST, imports: ImportMap, module_classes: set[str], init_args: set[str], line: int) -> None:
