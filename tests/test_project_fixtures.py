@@ -74,6 +74,7 @@ def shop():
         import shop.decode
         import shop.policy
         import shop.asr
+        import shop.encoders
         yield torch, shop
     finally:
         sys.path.remove(str(PROJECT))
@@ -175,3 +176,13 @@ def test_what_a_submodule_of_another_file_returns_element_by_element(shop):
     scaled = pkg.asr.ScaledASR(8, 3)
     scaled(xs, ys).backward()
     assert has_grad_fn(scaled.scaled) and raises_on_deepcopy(scaled)
+
+
+def test_call_sites_in_another_file_decide_an_argument(shop):
+    """norms.py's two classes look alike; encoders.py calls one with its layer's output (an
+    activation: the buffer gets history) and the other with the raw input (data: it does not)."""
+    torch, pkg = shop
+    enc = pkg.encoders.Encoder(8)
+    enc(torch.randn(4, 8)).sum().backward()
+    assert has_grad_fn(enc.norm.running_mean) and raises_on_deepcopy(enc.norm)
+    assert not has_grad_fn(enc.stats.running_mean) and not raises_on_deepcopy(enc.stats)

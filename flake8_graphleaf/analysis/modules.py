@@ -211,6 +211,7 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
             continue
         self_name = method.args.args[0].arg
         init_args = {a.arg for a in method.args.args[1:] + method.args.kwonlyargs}
+        made_here = _local_instances(method, imports, module_classes) if method.name == "__init__" else {}
         for stmt in statements(method):
             node = stmt.value if isinstance(stmt, ast.Expr) else stmt
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
@@ -237,6 +238,10 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
                 if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == self_name:
                     f.assigned.add(t.attr)
                     _classify(f, t.attr, value, imports, module_classes, init_args, node.lineno)
+                    if isinstance(value, ast.Name) and value.id in made_here:
+                        # norm = GlobalNorm(...) (if none was given); self.norm = norm
+                        f.submodules.add(t.attr)
+                        f.submodule_quals[t.attr] = tuple(sorted(set(f.submodule_quals.get(t.attr, ())) | made_here[value.id]))
                     given = value.values if isinstance(value, ast.BoolOp) else [value]  # self.m = m or Default()
                     if method.name == "__init__" and any(isinstance(v, ast.Name) and v.id in init_args for v in given):
                         f.injected.add(t.attr)
@@ -361,3 +366,26 @@ def _plain_local_class(name: str, current, imports: ImportMap, depth: int = 0) -
         if text not in _PLAIN_BASES:
             return False
     return True
+
+
+def _local_instances(method: ast.FunctionDef, imports: ImportMap, module_classes: set[str]) -> dict[str, set[str]]:
+    """Local names of ``__init__`` bound to new instances of module classes of the program
+    (``norm = GlobalNorm(length_dim=2)``): name -> qualified class names."""
+    current = getattr(imports, "current", None)
+    out: dict[str, set[str]] = {}
+    for stmt in statements(method):
+        if not (isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call)):
+            continue
+        func = stmt.value.func
+        qual = None
+        if isinstance(func, ast.Name) and func.id in module_classes and current is not None:
+            qual = f"{current.name}.{func.id}"
+        else:
+            q = imports.qualname(func)
+            if q and imports.project is not None and not is_torch_name(q) and class_kind(imports.project, q) == MODULE_CLASS:
+                qual = q
+        if qual:
+            for t in stmt.targets:
+                if isinstance(t, ast.Name):
+                    out.setdefault(t.id, set()).add(qual)
+    return out

@@ -211,6 +211,19 @@ class ProjectIndex:
             self._answers[key] = modes
         return self._answers[key]
 
+    def modules_making(self, qualname: str, limit: int = 20) -> list[str]:
+        """Dotted module names of the project's files that can instantiate the class (they name
+        it and its module, or are its own file): where its callers are.  At most ``limit``."""
+        name = qualname.rsplit(".", 1)[-1]
+        out = []
+        for path in self._candidates(name, qualname):
+            module = module_name_for(path)[0]
+            if module:
+                out.append(module)
+            if len(out) >= limit:
+                break
+        return out
+
     def made_only_without_grad(self, qualname: str) -> bool:
         modes = self.made_in(qualname)
         return bool(modes) and True not in modes

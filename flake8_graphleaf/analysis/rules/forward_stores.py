@@ -10,6 +10,7 @@ from ..findings import Finding
 from ..flow import Store
 from ..graph_tensors import ARG, GRAPH, LEAF, MODULE
 from ..summaries import is_layer, made_only_without_grad
+from ..modules import collect_classes
 from ..scopes import ClassRunner, self_name
 from . import drop_overwritten, finding, origin_text
 
@@ -157,12 +158,57 @@ def settle_arguments(findings: list[Finding], runners: dict, calls: dict) -> lis
     for f in findings:
         if f.data.get("value_kind") == ARG and not f.data.get("fed") and f.class_name in runners:
             runner = runners[f.class_name]
-            if not _graph_at_call_sites(runner, f.data.get("origin", ""), calls.get(f.class_name, ())) and not (
+            origin = f.data.get("origin", "")
+            if not _graph_at_call_sites(runner, origin, calls.get(f.class_name, ())) and not (
                 is_layer(runner.imports, f.class_name)
-            ):
+            ) and not _graph_at_call_sites(runner, origin, _project_call_sites(runner)):
                 f = _argument_only(f)
         out.append(f)
     return out
+
+
+def _project_call_sites(runner: ClassRunner) -> list:
+    """The calls of this class's instances that modules in other files of the project make
+    through their submodule attributes (``self.norm = GlobalNorm()`` ... ``self.norm(h)``),
+    with the values passed, from their ``forward``: [(positional values, keyword values)].
+    Asked only for a store whose evidence is an argument; remembered per class."""
+    imports = runner.imports
+    project = imports.project
+    index = getattr(project, "index", None)
+    if index is None or not hasattr(index, "modules_making"):
+        return []
+    qual = f"{imports.module or '__main__'}.{runner.info.node.name}"
+    key = ("project_call_sites", qual)
+    if key in project.memo:
+        return project.memo[key]
+    project.memo[key] = sites = []
+    for module in index.modules_making(qual):
+        if module == imports.module:
+            continue  # this file's own calls are the runners' (calls)
+        parsed = project.parsed(module)
+        if parsed is None:
+            continue
+        if "classes" not in parsed.memo:
+            parsed.memo["classes"] = collect_classes(parsed.tree, parsed.imports)
+        classes = parsed.memo["classes"]
+        module_classes = {n for n, c in classes.items() if c.facts.is_module}
+        for holder in classes.values():
+            attrs = {a for a, quals in holder.facts.submodule_quals.items() if qual in quals}
+            if not attrs or not holder.facts.is_module:
+                continue
+            caller = ClassRunner(holder, parsed.imports, module_classes, depth=1)
+
+            def record(origin, pos, kw, grad, attrs=attrs):
+                m = _SUBMODULE.match(origin)
+                if grad and m is not None and m.group(1) in attrs:
+                    sites.append((pos, kw))
+
+            caller._record_call = record
+            caller.run_forward(lambda store, func: None)
+    return sites
+
+
+_SUBMODULE = re.compile(r"^self\.(\w+)(?:\[\.\.\.\])?\(\.\.\.\)$")
 
 
 def _graph_at_call_sites(runner: ClassRunner, origin: str, sites) -> bool:
