@@ -83,7 +83,7 @@ def analyze_file(tree: ast.AST, source: str | None = None, options: Options | No
         findings += construction.check(runner)
     findings = forward_stores.settle_arguments(findings, runners, calls)
     if source is None or "setattr" in source:
-        findings += construction.check_functions(tree, imports)
+        findings += construction.check_functions(tree, imports, source)
     if source is None or "register_forward" in source or "register_module_forward" in source:
         findings += hooks.check(tree, imports, classes, module_classes)
     if source is None or "weight_norm" in source or "spectral_norm" in source or "WeightNorm" in source:

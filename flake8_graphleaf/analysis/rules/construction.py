@@ -4,12 +4,14 @@ helpers it calls, or a function that patches modules with ``setattr``)."""
 from __future__ import annotations
 
 import ast
+import re
 
 from ..findings import Finding
 from ..flow import Store, Walker, function_grad_mode
 from ..graph_tensors import GRAPH, MODULE, NOTHING, Evaluator, Value, looks_like_module_name, looks_like_parameter
 from ..imports import ImportMap
 from ..scopes import ClassRunner, self_name
+from ..stmtwalk import lines_matching
 from . import drop_overwritten, finding, origin_text
 
 RULES = {"GLF005": "non-leaf tensor stored on a module at construction"}
@@ -116,12 +118,15 @@ def check(runner: ClassRunner) -> list[Finding]:
     return drop_overwritten(out, runner)
 
 
-def check_functions(tree: ast.Module, imports: ImportMap) -> list[Finding]:
+def check_functions(tree: ast.Module, imports: ImportMap, source: str | None = None) -> list[Finding]:
     """Module-level functions that patch modules (``setattr(module, name, ...)``)."""
     out: list[Finding] = []
+    lines = lines_matching(source, _SETATTR) if source is not None else None
     for node in tree.body:
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
+        if lines is not None and not any(node.lineno <= n <= (node.end_lineno or node.lineno) for n in lines):
+            continue  # its text never says setattr(
         if not any(
             isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "setattr" for n in ast.walk(node)
         ):
@@ -137,3 +142,6 @@ def check_functions(tree: ast.Module, imports: ImportMap) -> list[Finding]:
     for f in out:
         f.data.pop("node", None)
     return out
+
+
+_SETATTR = re.compile(r"\bsetattr\s*\(")
