@@ -186,3 +186,17 @@ def test_call_sites_in_another_file_decide_an_argument(shop):
     enc(torch.randn(4, 8)).sum().backward()
     assert has_grad_fn(enc.norm.running_mean) and raises_on_deepcopy(enc.norm)
     assert not has_grad_fn(enc.stats.running_mean) and not raises_on_deepcopy(enc.stats)
+
+
+def test_the_index_never_reads_a_virtual_environment(tmp_path):
+    """A virtual environment inside the project (any folder name) is not project code: the
+    index does not list its files, so its classes never answer cross-file questions."""
+    from flake8_graphleaf.project.index import python_files
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "model.py").write_text("x = 1\n")
+    env = tmp_path / "tools_env"
+    (env / "lib").mkdir(parents=True)
+    (env / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (env / "lib" / "layer.py").write_text("y = 2\n")
+    assert [Path(p).relative_to(tmp_path).as_posix() for p in python_files([str(tmp_path)])] == ["pkg/model.py"]

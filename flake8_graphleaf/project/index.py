@@ -56,7 +56,10 @@ def python_files(paths: list[str]) -> list[str]:
                 out.append(os.path.abspath(p))
             continue
         for dirpath, dirnames, filenames in os.walk(p):
-            dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith(".") and not d.endswith(".egg-info"))
+            dirnames[:] = sorted(
+                d for d in dirnames if d not in SKIP_DIRS and not d.startswith(".") and not d.endswith(".egg-info")
+                and not os.path.exists(os.path.join(dirpath, d, "pyvenv.cfg"))  # a virtual environment, any name
+            )
             for name in sorted(filenames):
                 if name.endswith(".py"):
                     out.append(os.path.abspath(os.path.join(dirpath, name)))
