@@ -26,7 +26,7 @@ from .torch_names import (
     int_dtype,
     looks_like_parameter,
 )
-from .values import ARG, GRAPH, LEAF, MODULE, NOTHING, Value, _containers_only, _is_true, join, short
+from .values import ARG, GRAPH, LEAF, MODULE, NOTHING, Value, _containers_only, _is_true, constant_name, join, short
 from .torch_names import STDLIB_NO_HISTORY, is_torch_name
 
 
@@ -194,6 +194,9 @@ class CallSemantics:
                 lit = node.args[1] if len(node.args) > 1 else None
                 if isinstance(lit, ast.Constant) and isinstance(lit.value, str) and not looks_like_parameter(lit.value):
                     return Value(MODULE, short(node))
+                carried = constant_name(pos[1]) if len(pos) > 1 else None
+                if carried is not None and not looks_like_parameter(carried):
+                    return Value(MODULE, short(node))  # a helper's attr_name, given "spatial_dims" by its caller
                 # a submodule or a parameter: calling it or computing with it both give a graph tensor
                 return Value(LEAF, short(node))
             return target

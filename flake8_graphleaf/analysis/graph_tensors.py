@@ -19,7 +19,7 @@ from typing import Callable
 from .calls import CallSemantics
 from .imports import ImportMap
 from .torch_names import NON_DIFF_ATTRS, TENSOR_VIEW_ATTRS, argument_value, looks_like_module_name, looks_like_parameter
-from .values import ARG, GRAPH, LEAF, MODULE, NONE, NOTHING, Value, join, join_tuples, short
+from .values import ARG, GRAPH, LEAF, MODULE, NONE, NOTHING, Value, join, join_tuples, name_constant, short
 
 __all__ = [
     "ARG", "GRAPH", "LEAF", "MODULE", "NONE", "NOTHING", "ClassFacts", "Evaluator", "Value", "argument_value",
@@ -169,6 +169,10 @@ class Evaluator(CallSemantics):
         return method(node)
 
     def eval_Constant(self, node: ast.Constant) -> Value:
+        if isinstance(node.value, str) and node.value.isidentifier():
+            # no history, but the name travels: getattr(self.network, attr_name) in a helper
+            # called with "spatial_dims" reads that attribute (see constant_name)
+            return name_constant(node.value)
         return NOTHING
 
     def eval_JoinedStr(self, node: ast.AST) -> Value:

@@ -11,6 +11,7 @@ from typing import Callable
 from .findings import Finding
 from .flow import Store, Walker, function_grad_mode
 from .graph_tensors import ARG, GRAPH, MODULE, NOTHING, Evaluator, Value, argument_value, join, looks_like_module_name
+from .values import constant_name
 from .imports import ImportMap
 from .modules import ClassInfo
 
@@ -192,7 +193,7 @@ class ClassRunner:
 
     def _run_once(self, name, func: ast.FunctionDef, pos: list[Value], kw: dict[str, Value], grad: bool) -> Value | None:
         """Run ``func`` with these values, memoised on their kinds; None inside a recursion."""
-        key = (name, tuple(v.kind for v in pos), tuple(sorted((k, v.kind) for k, v in kw.items())), grad)
+        key = (name, tuple(_memo_kind(v) for v in pos), tuple(sorted((k, _memo_kind(v)) for k, v in kw.items())), grad)
         if key in self._memo:
             return self._memo[key]
         if key in self._active or len(self._active) > 20:
@@ -285,6 +286,12 @@ class ClassRunner:
             # history whenever it is differentiable in its inputs (MSE, a mean, a correlation).
             return Value(GRAPH, "compute() over the batch given to forward") if grad and self._batch.kind == GRAPH else NOTHING
         return self._run_once(name, func, pos, kw, grad)
+
+
+def _memo_kind(value: Value):
+    """What a method run depends on, of one argument: its kind (and the name a string constant holds)."""
+    name = constant_name(value)
+    return value.kind if name is None else (value.kind, name)
 
 
 def _annotations(func: ast.FunctionDef) -> dict[str, ast.AST | None]:

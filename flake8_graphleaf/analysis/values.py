@@ -53,6 +53,18 @@ class Value:
 
 
 NOTHING = Value(NONE)
+_NAME_MARK = "\x00name:"  # the origin of a string constant that is an identifier
+
+
+def name_constant(name: str) -> Value:
+    """A string constant: no history, but the name it holds travels with it (a helper's
+    ``getattr(self.network, attr_name)``, called with ``"spatial_dims"``, reads that attribute)."""
+    return Value(NONE, _NAME_MARK + name)
+
+
+def constant_name(value: Value) -> str | None:
+    """The identifier a string constant carried here holds, or None."""
+    return value.origin[len(_NAME_MARK):] if value.kind == NONE and value.origin.startswith(_NAME_MARK) else None
 
 
 def join(*values: Value) -> Value:
