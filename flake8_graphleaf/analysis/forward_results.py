@@ -28,7 +28,7 @@ def forward_items(imports, qualname: str, depth: int = 0) -> tuple[bool, ...] | 
     found = program_class(imports, qualname)
     if found is None:
         return None
-    parsed, classes, info = found
+    parsed, info, module_classes = found
     memo = parsed.memo
     key = ("forward_items", info.node.name)
     if key in memo:
@@ -39,7 +39,6 @@ def forward_items(imports, qualname: str, depth: int = 0) -> tuple[bool, ...] | 
         return None
     args = func.args
     names = [a.arg for a in (args.posonlyargs + args.args)[1:]]
-    module_classes = {n for n, c in classes.items() if c.facts.is_module}
     may: list[bool] | None = None
     for live in [None, *names]:
         runner = ClassRunner(info, parsed.imports, module_classes, depth=depth + 1)

@@ -14,13 +14,24 @@ from __future__ import annotations
 
 import ast
 
+from .copysafe_state import OWN_COPY
 from .modules import ClassInfo, collect_classes
 from .project_view import resolve
 
 
+def file_classes(parsed) -> tuple[dict[str, ClassInfo], set[str]]:
+    """(classes, names of the module classes) of a parsed file of the program, collected once
+    (kept in the file's memo)."""
+    memo = parsed.memo
+    if "classes" not in memo:
+        classes = collect_classes(parsed.tree, parsed.imports)
+        memo["classes"] = (classes, {n for n, c in classes.items() if c.facts.is_module})
+    return memo["classes"]
+
+
 def program_class(imports, qualname: str):
-    """(parsed file, its classes, the class's ClassInfo) of a class of the program (this file or
-    another, never imported), or None.  The file's classes are collected once (its memo)."""
+    """(parsed file, the class's ClassInfo, the file's module classes) of a class of the program
+    (this file or another, never imported), or None."""
     module, _, name = qualname.rpartition(".")
     current = getattr(imports, "current", None)
     if current is not None and module == current.name and name in current.defs:
@@ -30,26 +41,24 @@ def program_class(imports, qualname: str):
         parsed = found.module if found is not None else None
     if parsed is None:
         return None
-    memo = parsed.memo
-    if "classes" not in memo:
-        memo["classes"] = collect_classes(parsed.tree, parsed.imports)
-    info = memo["classes"].get(name)
-    return (parsed, memo["classes"], info) if info is not None else None
+    classes, module_classes = file_classes(parsed)
+    info = classes.get(name)
+    return (parsed, info, module_classes) if info is not None else None
 
 
 def helper_class(imports, qualname: str) -> tuple[ClassInfo, object, set[str]] | None:
     """(class info, its file's ImportMap, its file's module classes) of a non-module class of
-    the program, or None when it cannot be found or is a module."""
+    the program, or None when it cannot be found, is a module or decides its own copies."""
     found = program_class(imports, qualname)
     if found is None:
         return None
-    parsed, classes, info = found
+    parsed, info, module_classes = found
     if info.facts.is_module or copies_itself(info):
         return None
-    return info, parsed.imports, {n for n, c in classes.items() if c.facts.is_module}
+    return info, parsed.imports, module_classes
 
 
-COPY_PROTOCOL = ("__deepcopy__", "__getstate__", "__reduce__", "__reduce_ex__")
+COPY_PROTOCOL = ("__getstate__", *OWN_COPY)
 
 
 def copies_itself(info: ClassInfo) -> bool:

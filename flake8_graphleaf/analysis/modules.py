@@ -211,7 +211,7 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
             continue
         self_name = method.args.args[0].arg
         init_args = {a.arg for a in method.args.args[1:] + method.args.kwonlyargs}
-        made_here = _local_instances(method, imports, module_classes) if method.name == "__init__" else {}
+        made_here: dict[str, set[str]] | None = None  # __init__'s locals bound to new modules, when asked
         for stmt in statements(method):
             node = stmt.value if isinstance(stmt, ast.Expr) else stmt
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
@@ -238,10 +238,13 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
                 if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == self_name:
                     f.assigned.add(t.attr)
                     _classify(f, t.attr, value, imports, module_classes, init_args, node.lineno)
-                    if isinstance(value, ast.Name) and value.id in made_here:
-                        # norm = GlobalNorm(...) (if none was given); self.norm = norm
-                        f.submodules.add(t.attr)
-                        f.submodule_quals[t.attr] = tuple(sorted(set(f.submodule_quals.get(t.attr, ())) | made_here[value.id]))
+                    if isinstance(value, ast.Name) and method.name == "__init__":
+                        if made_here is None:
+                            made_here = _local_instances(method, imports, module_classes)
+                        if value.id in made_here:
+                            # norm = GlobalNorm(...) (if none was given); self.norm = norm
+                            f.submodules.add(t.attr)
+                            f.submodule_quals[t.attr] = tuple(sorted(set(f.submodule_quals.get(t.attr, ())) | made_here[value.id]))
                     given = value.values if isinstance(value, ast.BoolOp) else [value]  # self.m = m or Default()
                     if method.name == "__init__" and any(isinstance(v, ast.Name) and v.id in init_args for v in given):
                         f.injected.add(t.attr)
@@ -264,8 +267,9 @@ def _classify(f: ClassFacts, attr: str, value: ast.AST, imports: ImportMap, modu
         if isinstance(func, ast.Name) and func.id in module_classes:
             f.submodules.add(attr)
             f.submodule_classes.setdefault(attr, (func.id, line))
-            if current is not None:
-                f.submodule_quals[attr] = (f"{current.name}.{func.id}",)
+            built = _built_module(func, qual, imports, module_classes)
+            if built is not None:
+                f.submodule_quals[attr] = (built,)
             return
         if isinstance(func, ast.Name) and current is not None and _plain_local_class(func.id, current, imports):
             # a class of this file that is not a module: a helper object
@@ -368,22 +372,26 @@ def _plain_local_class(name: str, current, imports: ImportMap, depth: int = 0) -
     return True
 
 
+def _built_module(func: ast.AST, qual: str | None, imports: ImportMap, module_classes: set[str]) -> str | None:
+    """The qualified name of the program's module class a call of ``func`` builds (a module
+    class of this file, or one of another file), or None."""
+    current = getattr(imports, "current", None)
+    if isinstance(func, ast.Name) and func.id in module_classes:
+        return f"{current.name}.{func.id}" if current is not None else None
+    if qual and imports.project is not None and not is_torch_name(qual) and class_kind(imports.project, qual) == MODULE_CLASS:
+        return qual
+    return None
+
+
 def _local_instances(method: ast.FunctionDef, imports: ImportMap, module_classes: set[str]) -> dict[str, set[str]]:
     """Local names of ``__init__`` bound to new instances of module classes of the program
     (``norm = GlobalNorm(length_dim=2)``): name -> qualified class names."""
-    current = getattr(imports, "current", None)
     out: dict[str, set[str]] = {}
     for stmt in statements(method):
         if not (isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call)):
             continue
         func = stmt.value.func
-        qual = None
-        if isinstance(func, ast.Name) and func.id in module_classes and current is not None:
-            qual = f"{current.name}.{func.id}"
-        else:
-            q = imports.qualname(func)
-            if q and imports.project is not None and not is_torch_name(q) and class_kind(imports.project, q) == MODULE_CLASS:
-                qual = q
+        qual = _built_module(func, imports.qualname(func), imports, module_classes)
         if qual:
             for t in stmt.targets:
                 if isinstance(t, ast.Name):

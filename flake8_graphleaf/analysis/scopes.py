@@ -27,7 +27,7 @@ def is_forward_root(name: str, info: ClassInfo) -> bool:
     return name == "training_step" or (info.is_lightning and name in ("training_step", "shared_step"))
 
 
-_SUBMODULE_CALL = re.compile(r"^\w+\.(\w+)(\[\.\.\.\])?(\(\.\.\.\))?$")
+SUBMODULE_CALL = re.compile(r"^\w+\.(\w+)(\[\.\.\.\])?(\(\.\.\.\))?$")
 
 
 def forward_roots(info: ClassInfo) -> list[str]:
@@ -221,12 +221,11 @@ class ClassRunner:
         if key in self._helper_memo:
             return self._helper_memo[key]
         self._helper_memo[key] = None
-        kept: dict[tuple[str, str], list] = {}  # (code, target) -> [(class, method, line, value)]
+        kept: dict[tuple[str, str], list] = {}  # (code, target) -> [(class, method, line, value, qual)]
         results: list[Value] | None = []
         for qual in self.info.facts.helpers.get(attr, ()):
             found = helper_class(self.imports, qual)
-            info = found[0] if found is not None else None
-            func = info.facts.methods.get(meth) if info is not None else None
+            func = found[0].facts.methods.get(meth) if found is not None else None
             if func is None:
                 results = None  # a class whose method is not seen: its result is unknown
                 continue
@@ -251,8 +250,7 @@ class ClassRunner:
                 kept.setdefault((code, target), []).append((info.node.name, f.name, store.node.lineno, store.value, qual))
         for (code, target), where in kept.items():
             classes = sorted({w[0] for w in where})
-            lines = ", ".join(f"{c}.{m}() line {n}" for c, m, n, _, _ in sorted(set((w[0], w[1], w[2], None, None) for w in where)))
-            module = self.imports.module
+            lines = ", ".join(f"{c}.{m}() line {n}" for c, m, n in sorted({w[:3] for w in where}))
             held = classes[0] if len(classes) == 1 else "; ".join(classes[:-1]) + " or " + classes[-1]
             self.helper_findings.append(Finding(
                 code, node.lineno, node.col_offset,
@@ -269,7 +267,7 @@ class ClassRunner:
         return result
 
     def _record_call(self, origin: str, pos, kw, grad: bool) -> None:
-        m = _SUBMODULE_CALL.match(origin)
+        m = SUBMODULE_CALL.match(origin)
         if m is None or not grad:
             return
         held = self.info.facts.submodule_classes.get(m.group(1))
@@ -306,8 +304,8 @@ def _tensor_annotation(annotation: ast.AST | None) -> bool:
     GeneratorType`` (a module) is not."""
     if annotation is None:
         return True
-    text = ast.unparse(annotation)
-    return "Tensor" in text or "Any" in text
+    words = set(re.findall(r"\w+", ast.unparse(annotation)))
+    return "Any" in words or any("Tensor" in w for w in words)
 
 
 def _abstract(func: ast.FunctionDef) -> bool:

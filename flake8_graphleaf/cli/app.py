@@ -23,7 +23,7 @@ from ..fix.attach import analyze_with_fixes
 from .config import ConfigError, Settings, check_codes, load
 from .errors import syntax_error
 from .cached import finding_from_json, finding_to_json
-from ..project.resolver import shared_resolver
+from ..project.resolver import file_stamp, shared_resolver
 from ..project.cache import DIR_NAME, Cache, key as cache_key
 from .files import discover
 from ..analysis.findings import SAFE, Finding
@@ -60,13 +60,8 @@ def _findings_key(data: bytes, settings: Settings, codes: tuple[str, ...], optio
 
 
 def _stamp(path: str | None):
-    if path is None:
-        return None
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return [path, st.st_size, st.st_mtime_ns]
+    stamp = file_stamp(path) if path is not None else None
+    return None if stamp is None else [path, *stamp]
 
 
 def _recording(view):

@@ -65,15 +65,13 @@ class FileResolver(ProjectView):
         path = self._locate(module)
         if path is None:
             return None
-        try:
-            st = os.stat(path)
-        except OSError:
+        stamp = file_stamp(path)
+        if stamp is None:
             return None
-        stamp = (st.st_size, st.st_mtime_ns)
         cached = self._files.get(path)
         if cached is not None and cached[0] == stamp:
             return cached[1]
-        parsed = self._parse(module, path, st.st_size)
+        parsed = self._parse(module, path, stamp[0])
         self._files[path] = (stamp, parsed)
         return parsed
 
@@ -113,6 +111,15 @@ class FileResolver(ProjectView):
         imports.effect_of = function_effect
         imports.forward_items_of = forward_items
         return parsed
+
+
+def file_stamp(path: str) -> tuple[int, int] | None:
+    """(size, mtime in ns) of a file, or None when it cannot be read: what tells a changed file."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns)
 
 
 _SHARED: FileResolver | None = None

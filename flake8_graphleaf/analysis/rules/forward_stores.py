@@ -10,8 +10,8 @@ from ..findings import Finding
 from ..flow import Store
 from ..graph_tensors import ARG, GRAPH, LEAF, MODULE
 from ..summaries import is_layer, made_only_without_grad
-from ..modules import collect_classes
-from ..scopes import ClassRunner, self_name
+from ..helper_objects import file_classes
+from ..scopes import SUBMODULE_CALL, ClassRunner, self_name
 from . import drop_overwritten, finding, origin_text
 
 ARGUMENT_ONLY = "GLF010"
@@ -188,10 +188,7 @@ def _project_call_sites(runner: ClassRunner) -> list:
         parsed = project.parsed(module)
         if parsed is None:
             continue
-        if "classes" not in parsed.memo:
-            parsed.memo["classes"] = collect_classes(parsed.tree, parsed.imports)
-        classes = parsed.memo["classes"]
-        module_classes = {n for n, c in classes.items() if c.facts.is_module}
+        classes, module_classes = file_classes(parsed)
         for holder in classes.values():
             attrs = {a for a, quals in holder.facts.submodule_quals.items() if qual in quals}
             if not attrs or not holder.facts.is_module:
@@ -199,16 +196,13 @@ def _project_call_sites(runner: ClassRunner) -> list:
             caller = ClassRunner(holder, parsed.imports, module_classes, depth=1)
 
             def record(origin, pos, kw, grad, attrs=attrs):
-                m = _SUBMODULE.match(origin)
+                m = SUBMODULE_CALL.match(origin)
                 if grad and m is not None and m.group(1) in attrs:
                     sites.append((pos, kw))
 
             caller._record_call = record
             caller.run_forward(lambda store, func: None)
     return sites
-
-
-_SUBMODULE = re.compile(r"^self\.(\w+)(?:\[\.\.\.\])?\(\.\.\.\)$")
 
 
 def _graph_at_call_sites(runner: ClassRunner, origin: str, sites) -> bool:
