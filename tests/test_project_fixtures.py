@@ -200,3 +200,14 @@ def test_the_index_never_reads_a_virtual_environment(tmp_path):
     (env / "pyvenv.cfg").write_text("home = /usr/bin\n")
     (env / "lib" / "layer.py").write_text("y = 2\n")
     assert [Path(p).relative_to(tmp_path).as_posix() for p in python_files([str(tmp_path)])] == ["pkg/model.py"]
+
+
+def test_a_helper_object_finding_has_no_fix_and_says_why():
+    """The tensor is kept by the helper's class, in another file: `graphleaf fix` changes
+    nothing there and names the class and line."""
+    r = subprocess.run([sys.executable, "-m", "flake8_graphleaf", "fix", "--isolated", "--no-cache", "--diff",
+                        "--unsafe-fixes", str(PROJECT / "shop" / "policy.py")],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert "Traceback" not in r.stderr and r.stdout == ""
+    assert ("no automatic fix: the tensor is kept by shop.dists.CategoricalDist (line 14), a class the fix of "
+            "this file does not change") in r.stderr
