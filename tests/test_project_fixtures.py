@@ -75,6 +75,7 @@ def shop():
         import shop.policy
         import shop.asr
         import shop.encoders
+        import shop.streaming
         yield torch, shop
     finally:
         sys.path.remove(str(PROJECT))
@@ -186,6 +187,22 @@ def test_call_sites_in_another_file_decide_an_argument(shop):
     enc(torch.randn(4, 8)).sum().backward()
     assert has_grad_fn(enc.norm.running_mean) and raises_on_deepcopy(enc.norm)
     assert not has_grad_fn(enc.stats.running_mean) and not raises_on_deepcopy(enc.stats)
+
+
+def test_models_given_through_a_base_of_another_file(shop):
+    """StreamingSearch's scorers are given (its base keeps them, search.py) and its window
+    wraps them: called with data, what it keeps is a leaf and the search copies; the twin that
+    feeds its own layer keeps an activation when a model calls it with one."""
+    torch, pkg = shop
+    streaming = pkg.streaming
+    search = streaming.StreamingSearch({"lm": torch.nn.Linear(8, 3)})
+    search(torch.randn(2, 8))
+    search(torch.randn(2, 8))
+    assert search.buffer.shape == (4, 8) and not raises_on_deepcopy(search)
+    rescoring = streaming.RescoringSearch({}, 8)
+    encoder = torch.nn.Linear(8, 8)
+    rescoring(encoder(torch.randn(2, 8)))
+    assert has_grad_fn(rescoring.buffer) and raises_on_deepcopy(rescoring)
 
 
 def test_the_index_never_reads_a_virtual_environment(tmp_path):

@@ -51,6 +51,11 @@ class ClassFacts:
         # results, element by element: forward_results)
         self.submodule_quals: dict[str, tuple[str, ...]] = {}
         self.injected: set[str] = set()  # attributes set in __init__ from an argument (self.model = model)
+        self.given_models: set[str] = set()  # those of them that hold models (given_models)
+        # attr -> the self attributes a wrapper built in __init__ was given, set by a base in
+        # another file (helper_objects.given_attributes settles them)
+        self.wraps: dict[str, set[str]] = {}
+        self.given_settled = False
 
 
 # A call back for ``self.method(...)``: given the method name, the argument values and

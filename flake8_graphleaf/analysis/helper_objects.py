@@ -101,3 +101,29 @@ def reads_runtime_state(info: ClassInfo, func: ast.FunctionDef) -> bool:
                 if n.attr in methods:
                     todo.append(methods[n.attr])
     return bool(read & changed)
+
+
+def settle_given(imports, info: ClassInfo, depth: int = 0) -> None:
+    """Complete ``info.facts.injected`` with what its bases in other files were given
+    (``self.scorers`` filled in a base's ``__init__``) and with the wrappers this class built
+    around those (``self.search = Search(scorers=self.scorers.copy())``): see given_models.
+    Done once per class."""
+    f = info.facts
+    if f.given_settled:
+        return
+    f.given_settled = True
+    if depth > 8:
+        return
+    bases = [(imports, b) for b in info.base_infos]
+    for qual in f.bases:
+        found = program_class(imports, qual)
+        if found is not None and found[1] is not info:
+            bases.append((found[0].imports, found[1]))
+    for base_imports, base in bases:
+        settle_given(base_imports, base, depth + 1)
+        f.injected |= base.facts.injected
+        f.given_models |= base.facts.given_models
+    for attr, sources in f.wraps.items():
+        if sources & f.given_models:
+            f.given_models.add(attr)
+            f.injected.add(attr)

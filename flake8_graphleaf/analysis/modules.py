@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from .given_models import given_in_init
 from .graph_tensors import ClassFacts, looks_like_module_name
 from .imports import ImportMap
 from .project_view import FOREIGN_FRAMEWORK, MODULE_CLASS, NON_TORCH_FRAMEWORKS, OTHER_CLASS, class_kind, resolve
@@ -204,6 +205,9 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
         for k, q in base.submodule_quals.items():
             f.submodule_quals.setdefault(k, q)
         f.injected |= base.injected
+        f.given_models |= base.given_models
+        for k, q in base.wraps.items():
+            f.wraps.setdefault(k, set()).update(q)
     if module_classes is None:
         module_classes = {n for n, c in classes.items() if c.facts.is_module}
     for method in info.node.body:
@@ -212,6 +216,12 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
         self_name = method.args.args[0].arg
         init_args = {a.arg for a in method.args.args[1:] + method.args.kwonlyargs}
         made_here: dict[str, set[str]] | None = None  # __init__'s locals bound to new modules, when asked
+        if method.name == "__init__":
+            models, wraps = given_in_init(method, self_name, init_args, f.given_models)
+            f.given_models |= models
+            f.injected |= models
+            for k, q in wraps.items():
+                f.wraps.setdefault(k, set()).update(q)
         for stmt in statements(method):
             node = stmt.value if isinstance(stmt, ast.Expr) else stmt
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):

@@ -71,6 +71,9 @@ def self_name(func: ast.FunctionDef) -> str | None:
 class ClassRunner:
     def __init__(self, info: ClassInfo, imports: ImportMap, module_classes: set[str], calls: dict | None = None,
                  depth: int = 0):
+        from .helper_objects import settle_given
+
+        settle_given(imports, info)
         self.info = info
         self.depth = depth  # how many helper objects deep (helper_objects)
         # Graph tensors kept on helper objects by calls this class's forward makes.
