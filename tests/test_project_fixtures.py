@@ -76,6 +76,7 @@ def shop():
         import shop.asr
         import shop.encoders
         import shop.streaming
+        import shop.transforms
         yield torch, shop
     finally:
         sys.path.remove(str(PROJECT))
@@ -203,6 +204,22 @@ def test_models_given_through_a_base_of_another_file(shop):
     encoder = torch.nn.Linear(8, 8)
     rescoring(encoder(torch.randn(2, 8)))
     assert has_grad_fn(rescoring.buffer) and raises_on_deepcopy(rescoring)
+
+
+def test_a_base_forward_decides_what_super_forward_feeds(shop):
+    """super().forward(Y) runs the base's forward on the same object: the standardizers learn
+    statistics of the targets they are given (data: nothing gets history), the twin's base
+    feeds Y to a layer, and a model that calls it with an activation gets a buffer with history."""
+    torch, pkg = shop
+    t = pkg.transforms
+    Y, strata = torch.randn(6, 2), torch.tensor([0, 1, 0, 1, 1, 0])
+    for cls in (t.Standardize, t.StratifiedStandardize):
+        std = cls(2, 2)
+        std(Y, strata)
+        assert not has_grad_fn(std.means) and not raises_on_deepcopy(std)
+    proj = t.RunningProjected(2)
+    proj(torch.nn.Linear(2, 2)(Y)).sum().backward()
+    assert has_grad_fn(proj.last_mean) and raises_on_deepcopy(proj)
 
 
 def test_the_index_never_reads_a_virtual_environment(tmp_path):

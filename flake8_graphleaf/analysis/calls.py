@@ -213,14 +213,16 @@ class CallSemantics:
         recv_node = func.value
         # super().forward(...)
         if isinstance(recv_node, ast.Call) and isinstance(recv_node.func, ast.Name) and recv_node.func.id == "super":
-            if meth in ("forward", "__call__"):
-                return self.module_call("super().forward(...)", pos, kw)
             if meth == "__init__":
                 return NOTHING
             if self.on_super is not None:
-                result = self.on_super(meth, pos, kw, self.grad)
+                # the base's method run on this object: what it feeds, it feeds (a base forward
+                # of this file); one that cannot be found is judged as a layer call
+                result = self.on_super("forward" if meth == "__call__" else meth, pos, kw, self.grad)
                 if result is not None:
                     return result
+            if meth in ("forward", "__call__"):
+                return self.module_call("super().forward(...)", pos, kw)
             return everything if self.grad else _containers_only(everything)
         if self.is_self(recv_node):
             return self._self_call(node, meth, pos, kw, everything)

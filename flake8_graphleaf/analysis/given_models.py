@@ -83,7 +83,7 @@ def given_in_init(init: ast.FunctionDef, self_name: str, init_args: set[str],
                     # self.search = Search(scorers=scorers): a wrapper around given models
                     for arg in (*value.args, *(k.value for k in value.keywords)):
                         names, attrs = roots(arg)
-                        if names or attrs & given_attrs:
+                        if names & given_locals or attrs & given_attrs:  # not nn.Linear(m, m)
                             given_attrs.add(target.attr)
                         elif attrs:
                             wraps.setdefault(target.attr, set()).update(attrs)
