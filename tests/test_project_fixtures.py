@@ -77,6 +77,7 @@ def shop():
         import shop.encoders
         import shop.streaming
         import shop.transforms
+        import shop.parallel
         yield torch, shop
     finally:
         sys.path.remove(str(PROJECT))
@@ -220,6 +221,21 @@ def test_a_base_forward_decides_what_super_forward_feeds(shop):
     proj = t.RunningProjected(2)
     proj(torch.nn.Linear(2, 2)(Y)).sum().backward()
     assert has_grad_fn(proj.last_mean) and raises_on_deepcopy(proj)
+
+
+def test_a_data_parallel_subclass_wraps_a_given_module(shop):
+    """DataParallel keeps the module it is given and scatters with its own method: the caching
+    subclass called with data copies; the twin that projects first keeps an activation."""
+    torch, pkg = shop
+    par = pkg.parallel
+    x = torch.randn(3, 4)
+    cached = par.CachedParallel(torch.nn.Linear(4, 2))
+    cached(x).sum().backward()
+    cached(x)
+    assert cached._cached is x and not raises_on_deepcopy(cached)
+    projected = par.ProjectedParallel(torch.nn.Linear(4, 2), 4)
+    projected(torch.nn.Linear(4, 4)(x)).sum().backward()
+    assert has_grad_fn(projected._cached) and raises_on_deepcopy(projected)
 
 
 def test_the_index_never_reads_a_virtual_environment(tmp_path):

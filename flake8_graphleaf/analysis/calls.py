@@ -9,6 +9,7 @@ import ast
 
 from .torch_names import (
     _METHOD_NAME_RE,
+    torch_base_method,
     BUFFER_CTORS,
     CONTAINER_READS,
     MODULE_API_LEAVES,
@@ -318,7 +319,8 @@ class CallSemantics:
         if facts is not None and facts.is_module and not _METHOD_NAME_RE.match(meth):
             from .project_view import defines_method
 
-            if not defines_method(self.imports.project, facts.bases, meth) and meth not in facts.injected:
+            if (not defines_method(self.imports.project, facts.bases, meth) and meth not in facts.injected
+                    and not torch_base_method(facts.bases, meth)):
                 self.feed(*pos, *kw.values())  # named as a noun, and no base defines it: a submodule
         return self.computed(NOTHING, everything) if everything.kind >= MODULE else NOTHING
 

@@ -22,14 +22,23 @@ from .torch_names import looks_like_module_name
 _PASS_THROUGH = frozenset({"copy", "values", "items", "get"})
 
 
+# torch's wrappers keep the module they are given as ``self.module``.
+_MODULE_WRAPPERS = frozenset({
+    "torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.data_parallel.DataParallel",
+    "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
+})
+
+
 def given_in_init(init: ast.FunctionDef, self_name: str, init_args: set[str],
-                  known: set[str]) -> tuple[set[str], dict[str, set[str]]]:
+                  known: set[str], bases: list[str] = (), qualname=None) -> tuple[set[str], dict[str, set[str]]]:
     """(attributes that hold given models, attr -> the ``self`` attributes a wrapper built in
     ``__init__`` was given) for one ``__init__``; ``known``: attributes already known to hold
     given models (this class's bases in this file).  An argument kept as it is counts as a
     model when it is named like one (``self.decoder = decoder``; ``self.dim = dim`` is a
     setting)."""
     given_attrs: set[str] = set(known)
+    if any(b in _MODULE_WRAPPERS for b in bases) and _wrapper_given(init, self_name, init_args, bases, qualname):
+        given_attrs.add("module")  # DataParallel.__init__(self, module=base_kernel, ...)
     given_locals: set[str] = set()
     wraps: dict[str, set[str]] = {}
 
@@ -88,6 +97,25 @@ def given_in_init(init: ast.FunctionDef, self_name: str, init_args: set[str],
                         elif attrs:
                             wraps.setdefault(target.attr, set()).update(attrs)
     return given_attrs - known, {a: s for a, s in wraps.items() if a not in given_attrs}
+
+
+def _wrapper_given(init: ast.FunctionDef, self_name: str, init_args: set[str], bases, qualname) -> bool:
+    """Does ``__init__`` hand one of its arguments to a torch wrapper base's ``__init__`` as the
+    module (``super().__init__(module)``, ``DataParallel.__init__(self, module=m)``)?"""
+    for node in ast.walk(init):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "__init__"):
+            continue
+        recv, args = node.func.value, list(node.args)
+        if isinstance(recv, ast.Call) and isinstance(recv.func, ast.Name) and recv.func.id == "super":
+            pass
+        elif qualname is not None and qualname(recv) in _MODULE_WRAPPERS:
+            args = args[1:] if args and isinstance(args[0], ast.Name) and args[0].id == self_name else args
+        else:
+            continue
+        given = [k.value for k in node.keywords if k.arg == "module"] or args[:1]
+        if given and isinstance(given[0], ast.Name) and given[0].id in init_args:
+            return True
+    return False
 
 
 def _self_attr(node: ast.AST, self_name: str) -> bool:

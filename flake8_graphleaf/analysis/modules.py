@@ -217,7 +217,7 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
         init_args = {a.arg for a in method.args.args[1:] + method.args.kwonlyargs}
         made_here: dict[str, set[str]] | None = None  # __init__'s locals bound to new modules, when asked
         if method.name == "__init__":
-            models, wraps = given_in_init(method, self_name, init_args, f.given_models)
+            models, wraps = given_in_init(method, self_name, init_args, f.given_models, info.bases, imports.qualname)
             f.given_models |= models
             f.injected |= models
             for k, q in wraps.items():

@@ -104,6 +104,23 @@ _METHOD_NAME_RE = re.compile(
 )
 
 
+# Methods of torch.nn classes that projects subclass, which an installation-free analysis cannot
+# read (``self.scatter(inputs, kwargs, self.device_ids)`` in a DataParallel subclass).
+_PARALLEL_METHODS = frozenset({"scatter", "gather", "replicate", "parallel_apply"})
+TORCH_CLASS_METHODS = {
+    "torch.nn.DataParallel": _PARALLEL_METHODS,
+    "torch.nn.parallel.DataParallel": _PARALLEL_METHODS,
+    "torch.nn.parallel.data_parallel.DataParallel": _PARALLEL_METHODS,
+    "torch.nn.parallel.DistributedDataParallel": _PARALLEL_METHODS | {"no_sync", "join"},
+    "torch.nn.parallel.distributed.DistributedDataParallel": _PARALLEL_METHODS | {"no_sync", "join"},
+}
+
+
+def torch_base_method(bases: list[str], name: str) -> bool:
+    """Is ``name`` a method of one of these torch classes (TORCH_CLASS_METHODS)?"""
+    return any(name in TORCH_CLASS_METHODS.get(b, ()) for b in bases)
+
+
 def looks_like_parameter(name: str) -> bool:
     return bool(_PARAM_NAME_RE.search(name))
 
