@@ -27,6 +27,7 @@ from .torch_names import (
     int_dtype,
     looks_like_parameter,
 )
+from .tensor_methods import TENSOR_ATTRIBUTES
 from .values import ARG, GRAPH, LEAF, MODULE, NOTHING, Value, _containers_only, _is_true, constant_name, join, short
 from .torch_names import STDLIB_NO_HISTORY, is_torch_name
 
@@ -278,6 +279,10 @@ class CallSemantics:
             return Value(LEAF, short(node)) if recv.kind < GRAPH else recv
         if meth in ("append", "extend", "insert", "update", "add", "clear", "remove", "reverse"):
             return NOTHING  # returns None; the statement walker records the mutation
+        if recv.kind == ARG and meth not in TENSOR_ATTRIBUTES and not recv.items:
+            # an argument sent a method no tensor has (trace.iter_stochastic_nodes(),
+            # posterior.rsample()) is not a tensor: its kind says nothing of the result
+            recv = NOTHING
         if recv.kind >= MODULE or everything.kind >= MODULE:
             return self.computed(recv, everything)
         return NOTHING
