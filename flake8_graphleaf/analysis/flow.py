@@ -108,13 +108,16 @@ class Walker:
             if method is not None:
                 method(stmt)
 
-    def _branches(self, *bodies: list[ast.stmt]) -> None:
-        """Run bodies as alternatives; afterwards a name holds what any path left in it."""
+    def _branches(self, *bodies: list[ast.stmt], not_tensor: tuple[int, str] | None = None) -> None:
+        """Run bodies as alternatives; afterwards a name holds what any path left in it.
+        ``not_tensor``: (branch, name) where the name is known not to hold a tensor."""
         ev = self.ev
         start_env, start_self = dict(ev.env), dict(ev.self_attrs)
         envs, selfs = [], []
-        for body in bodies:
+        for i, body in enumerate(bodies):
             ev.env, ev.self_attrs = dict(start_env), dict(start_self)
+            if not_tensor is not None and not_tensor[0] == i and not_tensor[1] in ev.env:
+                ev.env[not_tensor[1]] = NOTHING
             self.block(body)
             envs.append(ev.env)
             selfs.append(ev.self_attrs)
@@ -150,8 +153,8 @@ class Walker:
             ev.env[target.id] = new
             return
         root = target_root(target)
-        if root is None:
-            return
+        if root is None or (isinstance(target, ast.Attribute) and target.attr == "data"):
+            return  # p.data += v: in place on the storage, no history
         if isinstance(target, ast.Subscript) or listish:
             self._emit("container", target if listish else target.value, added, target, method="+=" if listish else "__setitem__")
             return
@@ -166,7 +169,8 @@ class Walker:
 
     def do_If(self, stmt: ast.If) -> None:
         self.ev.eval(stmt.test)
-        self._branches(stmt.body, stmt.orelse)
+        name, is_tensor = self.ev.tensor_test(stmt.test)  # if isinstance(x, torch.Tensor): ... else: x is none
+        self._branches(stmt.body, stmt.orelse, not_tensor=None if name is None else (int(is_tensor), name))
 
     def do_For(self, stmt: ast.For) -> None:
         ev = self.ev
@@ -253,6 +257,8 @@ class Walker:
         elif isinstance(target, ast.Starred):
             self.assign(target.value, value_node, value, stmt)
         elif isinstance(target, ast.Attribute):
+            if target.attr == "data":
+                return  # t.data = v swaps t's storage: t keeps no history (a Parameter stays a leaf)
             self._emit("attr", target, value, target)
             if ev.is_self(target.value):
                 ev.self_attrs[target.attr] = value
@@ -264,7 +270,16 @@ class Walker:
                 if old.kind == MODULE:
                     self._emit("container", base, value, target, method="__setitem__")
                 return
+            if self._wraps_parameters(base):
+                return
             self._emit("container", base, value, target, method="__setitem__")
+
+    def _wraps_parameters(self, container: ast.AST) -> bool:
+        """``self.<attr>`` built as an nn.ParameterDict / ParameterList: what goes in is made an
+        nn.Parameter, a leaf."""
+        ev = self.ev
+        return (isinstance(container, ast.Attribute) and ev.is_self(container.value) and ev.facts is not None
+                and ev.facts.submodule_ctors.get(container.attr, "").rsplit(".", 1)[-1] in _PARAMETER_CONTAINERS)
 
     def _loop_target_stores(self, target: ast.AST, value: Value, stmt: ast.stmt) -> None:
         if isinstance(target, (ast.Attribute, ast.Subscript, ast.Tuple, ast.List)):
@@ -314,6 +329,8 @@ class Walker:
                 return  # self.metric.update(preds, target): a submodule's method, not dict.update
             if meth == "update" and not _mapping_arguments(call, ev):
                 return  # dict.update takes a mapping or keywords; self.metric.update(*args) is a method
+            if self._wraps_parameters(recv):
+                return
             self._emit("container", recv, added, call, method=meth)
             return
         if is_inplace_method(meth):
@@ -342,6 +359,9 @@ class Walker:
         self.on_store(
             Store(kind, root[0], self.ev.eval(_root_node(target)), root[1], short(target), value, where, self.ev.grad, method)
         )
+
+
+_PARAMETER_CONTAINERS = ("ParameterDict", "ParameterList")
 
 
 def _mapping_arguments(call: ast.Call, ev) -> bool:

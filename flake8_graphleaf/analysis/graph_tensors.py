@@ -27,6 +27,9 @@ __all__ = [
 ]
 
 
+_SCALAR_TYPES = frozenset("str int float bool bytes complex".split())
+
+
 class ClassFacts:
     """What a rule needs to know about the class a method belongs to."""
 
@@ -117,6 +120,8 @@ class Evaluator(CallSemantics):
             return NOTHING
         if not self._injected(origin):
             self.feed(*pos, *kw.values())
+        elif self.building:
+            return NOTHING  # a given object called while the module is built: a tokenizer, a factory
         return Value(GRAPH, origin)
 
     def _injected(self, origin: str) -> bool:
@@ -214,7 +219,38 @@ class Evaluator(CallSemantics):
 
     def eval_IfExp(self, node: ast.IfExp) -> Value:
         self.eval(node.test)
-        return join(self.eval(node.body), self.eval(node.orelse))
+        name, is_tensor = self.tensor_test(node.test)
+        if name is None:
+            return join(self.eval(node.body), self.eval(node.orelse))
+        # x.detach() if isinstance(x, torch.Tensor) else x: where the test fails, x is no tensor
+        body, orelse = (node.body, node.orelse) if is_tensor else (node.orelse, node.body)
+        kept = self.env.get(name)
+        self.env[name] = NOTHING
+        try:
+            not_tensor = self.eval(orelse)
+        finally:
+            if kept is None:
+                self.env.pop(name, None)
+            else:
+                self.env[name] = kept
+        return join(self.eval(body), not_tensor)
+
+    def tensor_test(self, test: ast.AST) -> tuple[str | None, bool]:
+        """For a test that tells whether a name holds a tensor: (name, True) when the name is no
+        tensor where the test fails (``isinstance(x, torch.Tensor)``), (name, False) when it is
+        no tensor where the test holds (``isinstance(x, str)``, ``not isinstance(x, Tensor)``)."""
+        negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+        if negated:
+            test = test.operand
+        if (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance"
+                and len(test.args) == 2 and isinstance(test.args[0], ast.Name)):
+            kinds = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
+            quals = [self.imports.qualname(k) or "" for k in kinds]
+            if all(q in ("torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter") for q in quals):
+                return test.args[0].id, not negated
+            if all(isinstance(k, ast.Name) and k.id in _SCALAR_TYPES and k.id not in self.env for k in kinds):
+                return test.args[0].id, negated
+        return None, False
 
     def eval_BoolOp(self, node: ast.BoolOp) -> Value:
         return join(*[self.eval(v) for v in node.values])

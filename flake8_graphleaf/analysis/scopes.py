@@ -11,6 +11,7 @@ from typing import Callable
 from .findings import Finding
 from .flow import Store, Walker, function_grad_mode
 from .graph_tensors import ARG, GRAPH, MODULE, NOTHING, Evaluator, Value, argument_value, join, looks_like_module_name
+from .torch_names import non_tensor_annotation
 from .values import constant_name
 from .imports import ImportMap
 from .modules import ClassInfo
@@ -286,7 +287,10 @@ class ClassRunner:
             # (``_enable_grad = True``): whatever compute() a subclass defines gets the batch's
             # history whenever it is differentiable in its inputs (MSE, a mean, a correlation).
             return Value(GRAPH, "compute() over the batch given to forward") if grad and self._batch.kind == GRAPH else NOTHING
-        return self._run_once(name, func, pos, kw, grad)
+        result = self._run_once(name, func, pos, kw, grad)
+        if result is not None and func.returns is not None and non_tensor_annotation(func.returns, scalars=True):
+            return NOTHING  # def _model_name(self, model) -> str | None: its stores count, its result is no tensor
+        return result
 
 
 def _memo_kind(value: Value):

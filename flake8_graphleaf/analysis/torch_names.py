@@ -170,13 +170,28 @@ def argument_value(arg: ast.arg, default: ast.AST | None) -> Value:
         words = set(re.findall(r"[A-Za-z_]+", text))
         if words & _NON_DIFF_TENSOR_TYPES and not words & {"Tensor", "FloatTensor", "Module"}:
             return NOTHING  # mask: torch.BoolTensor, ids: LongTensor, device: torch.device
-        if words and words <= (_NON_TENSOR_ANNOTATIONS | {"Optional", "None", "Union", "typing", "List", "list", "Tuple", "tuple", "Sequence", "Dict"}) and "Tensor" not in text:
+        if non_tensor_annotation(ann):
             return NOTHING
     if isinstance(default, ast.Constant) and default.value is not None:
         return NOTHING
     if isinstance(default, (ast.Tuple, ast.List, ast.Dict, ast.Lambda)):
         return NOTHING
     return Value(ARG, f"argument '{arg.arg}'")
+
+
+_ANNOTATION_WRAPPERS = frozenset("Optional None Union typing List list Tuple tuple Sequence Dict".split())
+
+
+_SCALAR_ANNOTATIONS = frozenset("int float bool str bytes complex None Optional Union typing".split())
+
+
+def non_tensor_annotation(ann: ast.AST, scalars: bool = False) -> bool:
+    """An annotation naming only non-tensor types (``int``, ``str | None``, ``list[int]``);
+    ``scalars``: only scalars and None (a function's result: ``-> dict`` may hold losses)."""
+    text = ast.unparse(ann) if not isinstance(ann, ast.Name) else ann.id
+    words = set(re.findall(r"[A-Za-z_]+", text))
+    allowed = _SCALAR_ANNOTATIONS if scalars else _NON_TENSOR_ANNOTATIONS | _ANNOTATION_WRAPPERS
+    return bool(words) and words <= allowed and "Tensor" not in text
 
 
 def int_dtype(node: ast.AST) -> bool:
