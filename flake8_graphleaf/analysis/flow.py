@@ -169,6 +169,9 @@ class Walker:
 
     def do_If(self, stmt: ast.If) -> None:
         self.ev.eval(stmt.test)
+        if self.ev.infeasible_parameter_test(stmt.test):
+            self.block(stmt.orelse)  # isinstance(w, nn.Parameter) with w no parameter: the body never runs
+            return
         name, is_tensor = self.ev.tensor_test(stmt.test)  # if isinstance(x, torch.Tensor): ... else: x is none
         self._branches(stmt.body, stmt.orelse, not_tensor=None if name is None else (int(is_tensor), name))
 

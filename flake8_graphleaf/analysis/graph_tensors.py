@@ -219,6 +219,8 @@ class Evaluator(CallSemantics):
 
     def eval_IfExp(self, node: ast.IfExp) -> Value:
         self.eval(node.test)
+        if self.infeasible_parameter_test(node.test):
+            return self.eval(node.orelse)
         name, is_tensor = self.tensor_test(node.test)
         if name is None:
             return join(self.eval(node.body), self.eval(node.orelse))
@@ -234,6 +236,15 @@ class Evaluator(CallSemantics):
             else:
                 self.env[name] = kept
         return join(self.eval(body), not_tensor)
+
+    def infeasible_parameter_test(self, test: ast.AST) -> bool:
+        """``isinstance(x, nn.Parameter)`` where x holds no parameter here (a value with no
+        history or a graph tensor, never a leaf): the test cannot hold."""
+        if (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance"
+                and len(test.args) == 2 and isinstance(test.args[0], ast.Name) and test.args[0].id in self.env):
+            qual = self.imports.qualname(test.args[1]) or ""
+            return qual in ("torch.nn.Parameter", "torch.nn.parameter.Parameter") and self.env[test.args[0].id].kind != LEAF
+        return False
 
     def tensor_test(self, test: ast.AST) -> tuple[str | None, bool]:
         """For a test that tells whether a name holds a tensor: (name, True) when the name is no
