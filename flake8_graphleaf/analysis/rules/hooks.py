@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 
 from ..findings import Finding
-from ..flow import Store, Walker
+from ..flow import Store, Walker, function_grad_mode
 from ..graph_tensors import ARG, GRAPH, MODULE, Evaluator, Value
 from ..imports import ImportMap
 from ..modules import ClassInfo
@@ -45,6 +45,32 @@ def attach(model):
     return activations
 """,
         [],
+    ),
+    (
+        """
+import torch, torch.nn as nn
+class Hasher:
+    def __init__(self, layer):
+        self.hashes = []
+        layer.register_forward_hook(self.hook)
+    @torch.no_grad()
+    def hook(self, module, inputs, output):
+        self.hashes.append(output.cpu().sum())
+""",
+        [],
+    ),
+    (
+        """
+import torch, torch.nn as nn
+class Keeper:
+    def __init__(self, layer):
+        self.outputs = []
+        layer.register_forward_hook(self.hook)
+    @torch.no_grad()
+    def hook(self, module, inputs, output):
+        self.outputs.append(output)
+""",
+        ["GLF003"],
     ),
     (
         """
@@ -245,6 +271,8 @@ def _check_hook(hook: _Hook, kind: str, with_kwargs: bool, imports, module_class
         self_name = _method_self(func)
     ev = Evaluator(imports, facts, self_name, module_classes)
     ev.env.update(env)
+    if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        ev.grad = function_grad_mode(func, imports)  # @torch.no_grad() def __call__(self, module, inp, out)
     out: list[Finding] = []
     name = getattr(func, "name", "lambda")
 
