@@ -150,6 +150,8 @@ class CallSemantics:
             return self.module_call("torch.autograd.grad(..., create_graph=True)", pos, kw)
         if qual in NON_DIFF_QUALNAMES or qual.startswith("copy."):
             return NOTHING
+        if qual.startswith("torch.nn.init.") and name.endswith("_") and pos:
+            return pos[0]  # fills its argument in place under no_grad and returns it: a Parameter stays one
         if qual.startswith(NON_COMPUTING_NAMESPACES):
             return NOTHING
         if qual.count(".") == 1 and name in NON_DIFF_TORCH:

@@ -17,7 +17,7 @@ from .findings import Finding
 from .imports import ImportMap
 from .project_view import ParsedModule, ProjectView
 from .modules import collect_classes
-from .rules.forward_stores import ARGUMENT_ONLY
+from .rules import ARGUMENT_ONLY
 from .rules import construction, deepcopy_calls, forward_stores, hooks, legacy_norm, process_boundary, pruning
 from .scopes import ClassRunner
 

@@ -27,6 +27,11 @@ NON_DIFF_ATTRS = frozenset(
     is_quantized is_meta layout names indices output_nr _version itemsize nbytes training
     """.split()
 )
+# Attributes that torch's layers keep as sizes and counts (``layer.out_features``, ``conv.in_channels``,
+# ``attn.num_heads``, ``emb.embedding_dim``): ints on any object that has them.
+SIZE_ATTR_RE = re.compile(
+    r"^(in|out)_(features|channels)$|^(num|n)_[a-z_]+$|^[a-z_]*_(size|dim|dims|len|length)$|^(embedding_dim|padding_idx|kernel_size|stride|groups)$"
+)
 # Attributes of a tensor that are tensors (views of it): the only ones that carry its history.
 TENSOR_VIEW_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag"})
 # Methods that read a container without computing: they keep what it holds.

@@ -22,6 +22,18 @@ def finding(code: str, node: ast.AST, message: str, **extra) -> Finding:
     )
 
 
+ARGUMENT_ONLY = "GLF010"
+
+
+def argument_only(f: Finding) -> Finding:
+    """The finding under the opt-in code: its only evidence is an argument that reaches no
+    learnable computation (GLF010 names the rule it would have been)."""
+    f.data["code_if_resolved"] = f.code
+    f.message = f"{f.code} argument-only: {f.message} (the argument reaches no learnable computation here)"
+    f.code = ARGUMENT_ONLY
+    return f
+
+
 def drop_overwritten(findings: list[Finding], runner) -> list[Finding]:
     """Drop store findings whose value is replaced or cleared before it can outlive the method
     (see flow.overwritten_later: a later assignment, ``del``, ``.clear()``, a reset helper, a

@@ -14,7 +14,7 @@ from ..imports import ImportMap
 from ..modules import ClassInfo
 from ..stmtwalk import lines_matching, own_nodes, scopes_at, statements
 from ..scopes import ClassRunner, is_forward_root, self_name
-from . import finding, origin_text
+from . import argument_only, finding, origin_text
 
 RULES = {
     "GLF201": "copy.deepcopy of a tensor that is on the autograd graph",
@@ -61,6 +61,31 @@ model = Net()
 ema = copy.deepcopy(model)
 """,
         ["GLF001", "GLF202"],
+    ),
+    (
+        """
+import copy
+import torch.nn as nn
+class ConditionDropout(nn.Module):
+    def forward(self, samples):
+        samples = copy.deepcopy(samples)
+        return samples
+""",
+        ["GLF010"],
+    ),
+    (
+        """
+import copy
+import torch.nn as nn
+class Snapshot(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+    def forward(self, x):
+        before = copy.deepcopy(x)
+        return self.lin(x) - before
+""",
+        ["GLF201"],
     ),
 ]
 
@@ -154,6 +179,7 @@ def _glf201(scope, parents, classes, imports, module_classes, targets) -> list[F
             ev.env.pop(sname, None)
         ev.grad = function_grad_mode(scope, imports)
     seen: set[int] = set()
+    ev.fed = set()  # the arguments this function feeds to a learnable computation
 
     def on_call(node, qual, pos, kw, grad):
         if id(node) not in targets or id(node) in seen or qual != "copy.deepcopy" or not pos:
@@ -168,13 +194,15 @@ def _glf201(scope, parents, classes, imports, module_classes, targets) -> list[F
                     f"copy.deepcopy({short(node.args[0])}) copies a tensor that {where} on the autograd graph "
                     f"({origin_text(value)}) and raises RuntimeError: use .detach().clone()",
                     attribute=short(node.args[0]),
-                    data={"value_kind": value.kind},
+                    data={"value_kind": value.kind, "origin": value.origin},
                 )
             )
 
     ev.on_call = on_call
     Walker(ev, lambda store: None).run(body)
-    return out
+    # deepcopy of an argument nothing here shows to be an activation (a list of conditioning
+    # attributes, a batch): the opt-in code, as for stores
+    return [argument_only(f) if f.data["value_kind"] == ARG and f.data["origin"] not in ev.fed else f for f in out]
 
 
 def _broken_classes(classes: dict[str, ClassInfo], findings: list[Finding]) -> dict[str, tuple[str, Finding]]:

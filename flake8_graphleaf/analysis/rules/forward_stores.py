@@ -12,15 +12,14 @@ from ..graph_tensors import ARG, GRAPH, LEAF, MODULE
 from ..summaries import is_layer, made_only_without_grad
 from ..helper_objects import file_classes
 from ..scopes import SUBMODULE_CALL, ClassRunner, self_name
-from . import drop_overwritten, finding, origin_text
+from . import ARGUMENT_ONLY, argument_only, drop_overwritten, finding, origin_text
 
-ARGUMENT_ONLY = "GLF010"
 
 RULES = {
     "GLF001": "graph tensor stored on the module in forward (or a method reached from it)",
     "GLF002": "graph tensor put into a container held on the module",
     "GLF004": "registered buffer reassigned from, or updated in place with, a graph tensor",
-    ARGUMENT_ONLY: "(opt-in) a GLF001/002/004 store whose only evidence is a forward argument that reaches "
+    ARGUMENT_ONLY: "(opt-in) a GLF001/002/004 store or GLF201 copy whose only evidence is a forward argument that reaches "
     "no learnable computation",
 }
 
@@ -162,7 +161,7 @@ def settle_arguments(findings: list[Finding], runners: dict, calls: dict) -> lis
             if not _graph_at_call_sites(runner, origin, calls.get(f.class_name, ())) and not (
                 is_layer(runner.imports, f.class_name)
             ) and not _graph_at_call_sites(runner, origin, _project_call_sites(runner)):
-                f = _argument_only(f)
+                f = argument_only(f)
         out.append(f)
     return out
 
@@ -223,13 +222,6 @@ def _graph_at_call_sites(runner: ClassRunner, origin: str, sites) -> bool:
         if any(v.kind in (GRAPH, LEAF) for v in values):
             return True
     return False
-
-
-def _argument_only(f: Finding) -> Finding:
-    f.data["code_if_resolved"] = f.code
-    f.message = f"{f.code} argument-only: {f.message} (the argument reaches no learnable computation here)"
-    f.code = ARGUMENT_ONLY
-    return f
 
 
 def _describe(value) -> tuple[str, str]:
