@@ -78,6 +78,7 @@ def shop():
         import shop.streaming
         import shop.transforms
         import shop.parallel
+        import shop.rgcn
         yield torch, shop
     finally:
         sys.path.remove(str(PROJECT))
@@ -236,6 +237,20 @@ def test_a_data_parallel_subclass_wraps_a_given_module(shop):
     projected = par.ProjectedParallel(torch.nn.Linear(4, 2), 4)
     projected(torch.nn.Linear(4, 4)(x)).sum().backward()
     assert has_grad_fn(projected._cached) and raises_on_deepcopy(projected)
+
+
+def test_a_forward_inherited_from_another_file_runs_the_subclass_methods(shop):
+    """Representation.forward (representation.py) calls _plain_forward, which only the
+    subclasses define: the cache one keeps is an activation, the twin's has no history."""
+    torch, pkg = shop
+    gcn = pkg.rgcn.CachedGCN(5, 4)
+    gcn(torch.tensor([0, 2])).sum().backward()
+    assert has_grad_fn(gcn.enriched) and raises_on_deepcopy(gcn)
+    gcn.post_parameter_update()
+    assert not raises_on_deepcopy(gcn)
+    twin = pkg.rgcn.EvalCachedGCN(5, 4)
+    twin().sum().backward()
+    assert not has_grad_fn(twin.enriched) and not raises_on_deepcopy(twin)
 
 
 def test_the_index_never_reads_a_virtual_environment(tmp_path):

@@ -28,7 +28,7 @@ from .torch_names import (
     looks_like_parameter,
 )
 from .tensor_methods import TENSOR_ATTRIBUTES
-from .values import ARG, GRAPH, LEAF, MODULE, NOTHING, Value, _containers_only, _is_true, constant_name, join, short
+from .values import ARG, GRAPH, LEAF, MODULE, NOTHING, Value, _containers_only, _is_true, constant_names, join, short
 from .torch_names import STDLIB_NO_HISTORY, is_torch_name
 
 
@@ -193,13 +193,16 @@ class CallSemantics:
                 lit = node.args[1]
                 if isinstance(lit, ast.Constant) and isinstance(lit.value, str):
                     return self.self_attr(lit.value)
+                names = constant_names(pos[1])
+                if names:  # for attr in ["n_range", "cos_powers"]: getattr(self, attr)
+                    return join(*(self.self_attr(n) for n in names))
                 return Value(LEAF, short(node)) if self.facts and self.facts.is_module else NOTHING
             if target.kind == MODULE:
                 lit = node.args[1] if len(node.args) > 1 else None
                 if isinstance(lit, ast.Constant) and isinstance(lit.value, str) and not looks_like_parameter(lit.value):
                     return Value(MODULE, short(node))
-                carried = constant_name(pos[1]) if len(pos) > 1 else None
-                if carried is not None and not looks_like_parameter(carried):
+                carried = constant_names(pos[1]) if len(pos) > 1 else None
+                if carried and not any(looks_like_parameter(n) for n in carried):
                     return Value(MODULE, short(node))  # a helper's attr_name, given "spatial_dims" by its caller
                 # a submodule or a parameter: calling it or computing with it both give a graph tensor
                 return Value(LEAF, short(node))

@@ -45,7 +45,7 @@ class ClassFacts:
         self.submodule_classes: dict[str, tuple[str, int]] = {}  # attr -> (class name, line)
         self.submodule_ctors: dict[str, str] = {}  # attr -> torch.nn class it was built from
         self.assigned: set[str] = set()  # every self.X this class assigns somewhere
-        self.bases: list[str] = []  # qualified names of the bases defined in other files
+        self.bases: list[str] = []  # qualified names of the ancestors defined in other files (through this file's bases too)
         # attr -> qualified names of the program's non-module classes whose objects it may hold
         # (``self.action_dist = make_proba_distribution(...)``): helper state objects, which
         # deepcopy of the module copies with it
@@ -367,7 +367,13 @@ class Evaluator(CallSemantics):
 
     def bind_iteration(self, target: ast.AST, iterated: ast.AST, value: Value) -> None:
         """Bind a ``for`` target: the keys of ``m.items()`` and the counter of ``enumerate(...)``
-        are names and numbers, not what the mapping or sequence holds."""
+        are names and numbers, not what the mapping or sequence holds; the target of a loop
+        over string constants holds those names (``for attr in ["a", "b"]: getattr(self, attr)``)."""
+        if (isinstance(target, ast.Name) and isinstance(iterated, (ast.List, ast.Tuple)) and iterated.elts
+                and all(isinstance(e, ast.Constant) and isinstance(e.value, str) and e.value.isidentifier()
+                        for e in iterated.elts)):
+            self.env[target.id] = name_constant("|".join(e.value for e in iterated.elts))
+            return
         if isinstance(target, ast.Tuple) and len(target.elts) == 2 and isinstance(iterated, ast.Call):
             func = iterated.func
             if (isinstance(func, ast.Attribute) and func.attr == "items" and not iterated.args) or (

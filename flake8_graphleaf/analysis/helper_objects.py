@@ -127,3 +127,29 @@ def settle_given(imports, info: ClassInfo, depth: int = 0) -> None:
         if sources & f.given_models:
             f.given_models.add(attr)
             f.injected.add(attr)
+
+
+def inherited_forward(imports, info: ClassInfo, depth: int = 0):
+    """The ``forward`` a module class without one of its own inherits from a base of the
+    program in another file (``Representation.forward`` calling ``self._plain_forward``, which
+    the subclass defines), or None: torch's own, or none found."""
+    if depth > 4:
+        return None
+    chain, todo = [], [info]  # the class and its bases in this file
+    while todo:
+        cls = todo.pop(0)
+        if cls not in chain:
+            chain.append(cls)
+            todo += cls.base_infos
+    for qual in [q for cls in chain for q in cls.facts.bases]:
+        found = program_class(imports, qual)
+        if found is None or found[1] in chain:
+            continue
+        parsed, base, _ = found
+        func = base.facts.methods.get("forward")
+        if func is not None:
+            return func
+        func = inherited_forward(parsed.imports, base, depth + 1)
+        if func is not None:
+            return func
+    return None

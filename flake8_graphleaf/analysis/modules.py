@@ -206,6 +206,7 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
             f.submodule_quals.setdefault(k, q)
         f.injected |= base.injected
         f.given_models |= base.given_models
+        f.bases += [q for q in base.bases if q not in f.bases]  # ancestors in other files, through this file's bases
         for k, q in base.wraps.items():
             f.wraps.setdefault(k, set()).update(q)
     if module_classes is None:

@@ -99,9 +99,23 @@ class ClassRunner:
 
     # -- public -------------------------------------------------------------------
     def run_forward(self, sink: StoreSink) -> set[str]:
-        """Run every forward-like root; returns the names of the methods reached."""
+        """Run every forward-like root; returns the names of the methods reached.  A class
+        with none runs the ``forward`` it inherits from a base in another file, on its own
+        methods (the base's file reports what that forward itself stores)."""
         self.helper_findings, self._helper_memo = [], {}
-        return self._run_roots(forward_roots(self.info), sink, forward=True)
+        roots = forward_roots(self.info)
+        if not roots and self.info.facts.methods and (self.info.facts.bases or self.info.base_infos):
+            from .helper_objects import inherited_forward
+
+            func = inherited_forward(self.imports, self.info)
+            if func is not None:
+                self._sink, self._memo, self._active, self.reached = (
+                    lambda store, where: None if where is func else sink(store, where)), {}, set(), set()
+                self._skip, self._building = set(), False
+                self._run(func, self._root_params(func, True), True)
+                self.reached.discard("forward")
+                return set(self.reached)
+        return self._run_roots(roots, sink, forward=True)
 
     def run_with(self, func: ast.FunctionDef, pos: list[Value], kw: dict[str, Value], sink: StoreSink,
                  grad: bool) -> Value:

@@ -63,8 +63,15 @@ def name_constant(name: str) -> Value:
 
 
 def constant_name(value: Value) -> str | None:
-    """The identifier a string constant carried here holds, or None."""
+    """The identifier a string constant carried here holds, or None (a loop over several
+    names carries them joined by ``|``: see constant_names)."""
     return value.origin[len(_NAME_MARK):] if value.kind == NONE and value.origin.startswith(_NAME_MARK) else None
+
+
+def constant_names(value: Value) -> list[str] | None:
+    """The names a string constant, or the target of ``for attr in ["a", "b"]``, may hold."""
+    name = constant_name(value)
+    return name.split("|") if name else None
 
 
 def join(*values: Value) -> Value:
