@@ -63,6 +63,7 @@ def given_in_init(init: ast.FunctionDef, self_name: str, init_args: set[str],
     body = [s for s in statements(init)]
     body.sort(key=lambda s: (s.lineno, s.col_offset))
     for _ in range(2):  # a local may be bound from an attribute given later in the text
+        before = (len(given_attrs), len(given_locals))
         for stmt in body:
             if isinstance(stmt, ast.For):
                 names, attrs = roots(stmt.iter)
@@ -96,6 +97,8 @@ def given_in_init(init: ast.FunctionDef, self_name: str, init_args: set[str],
                             given_attrs.add(target.attr)
                         elif attrs:
                             wraps.setdefault(target.attr, set()).update(attrs)
+        if (len(given_attrs), len(given_locals)) == before:
+            break  # nothing new: a second pass would find nothing either
     return given_attrs - known, {a: s for a, s in wraps.items() if a not in given_attrs}
 
 

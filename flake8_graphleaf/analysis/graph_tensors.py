@@ -18,7 +18,7 @@ from typing import Callable
 
 from .calls import CallSemantics
 from .imports import ImportMap
-from .torch_names import NON_DIFF_ATTRS, SIZE_ATTR_RE, TENSOR_VIEW_ATTRS, argument_value, looks_like_module_name, looks_like_parameter
+from .torch_names import NON_DIFF_ATTRS, TENSOR_VIEW_ATTRS, is_size_name, argument_value, looks_like_module_name, looks_like_parameter
 from .values import ARG, GRAPH, LEAF, MODULE, NONE, NOTHING, Value, join, join_tuples, name_constant, short
 
 __all__ = [
@@ -328,7 +328,7 @@ class Evaluator(CallSemantics):
         if base.items is not None and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int):
             if -len(base.items) <= node.slice.value < len(base.items):
                 return base.items[node.slice.value]
-        if isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str) and SIZE_ATTR_RE.match(node.slice.value):
+        if isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str) and is_size_name(node.slice.value):
             return NOTHING  # res["total_prompt_len"], out["num_tokens"]: a size kept under its name
         if base.kind == MODULE:
             return base  # ModuleList / ModuleDict / Sequential indexing
@@ -344,7 +344,7 @@ class Evaluator(CallSemantics):
         if self.is_self(node.value):
             return self.self_attr(attr)
         base = self.eval(node.value)
-        if attr in NON_DIFF_ATTRS or SIZE_ATTR_RE.match(attr):
+        if attr in NON_DIFF_ATTRS or is_size_name(attr):
             return NOTHING
         if base.kind == MODULE:
             if looks_like_parameter(attr):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 
-from .stmtwalk import statements
+from .stmtwalk import tree_statements
 
 # Names that code snippets commonly use without importing them.  Only used when the
 # file binds the name to nothing else.
@@ -34,7 +34,7 @@ class ImportMap:
         if module:
             package = module if is_package else module.rpartition(".")[0]
         fallback: list[ast.ImportFrom] = []
-        for node in statements(tree):
+        for node in tree_statements(tree):
             if isinstance(node, ast.Try):
                 # `except ImportError: from torch.nn.utils import weight_norm` is a fallback:
                 # the name means what the try body imported.

@@ -9,7 +9,7 @@ from .graph_tensors import ClassFacts, looks_like_module_name
 from .imports import ImportMap
 from .project_view import FOREIGN_FRAMEWORK, MODULE_CLASS, NON_TORCH_FRAMEWORKS, OTHER_CLASS, class_kind, resolve
 from .summaries import factories_of
-from .stmtwalk import statements
+from .stmtwalk import statements, tree_statements
 from .torch_names import is_torch_name
 
 # Bases of other libraries that are nn.Module subclasses (matched on the last name).
@@ -57,7 +57,7 @@ def _base_name(base: ast.AST, imports: ImportMap) -> str:
 
 def collect_classes(tree: ast.AST, imports: ImportMap, extra_bases: frozenset[str] = frozenset()) -> dict[str, ClassInfo]:
     classes: dict[str, ClassInfo] = {}
-    for node in statements(tree):
+    for node in tree_statements(tree):
         if isinstance(node, ast.ClassDef):
             info = ClassInfo(node)
             info.bases = [_base_name(b, imports) for b in node.bases]

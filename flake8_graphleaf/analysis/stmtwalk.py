@@ -29,6 +29,17 @@ def statements(node: ast.AST) -> Iterator[ast.stmt]:
                 stack.append(case)
 
 
+def tree_statements(tree: ast.AST) -> list[ast.stmt]:
+    """Every statement of a module, walked once per tree (imports, classes, scopes and several
+    rules each want them): kept on the tree, which nothing here changes."""
+    cached = getattr(tree, "_graphleaf_statements", None)
+    if cached is None:
+        cached = list(statements(tree))
+        if isinstance(tree, ast.Module):
+            tree._graphleaf_statements = cached
+    return cached
+
+
 def own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
     """Every node of a function's (or module's) body, but not those of nested functions
     or classes, which are scopes of their own."""
@@ -64,7 +75,7 @@ def lines_matching(source: str, pattern: re.Pattern) -> set[int]:
 
 def scopes_at(tree: ast.Module, lines: set[int]) -> list[ast.AST]:
     """The innermost functions (or the module) whose own code spans one of ``lines``."""
-    funcs = [s for s in statements(tree) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]  # walked once
+    funcs = [s for s in tree_statements(tree) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
     found: dict[int, ast.AST] = {}
     for line in lines:
         best: ast.AST = tree

@@ -6,6 +6,7 @@ arguments.  Tables and small predicates only; :mod:`.graph_tensors` and :mod:`.c
 from __future__ import annotations
 
 import ast
+import functools
 import re
 
 from .values import ARG, NOTHING, Value
@@ -32,6 +33,14 @@ NON_DIFF_ATTRS = frozenset(
 SIZE_ATTR_RE = re.compile(
     r"^(in|out)_(features|channels)$|^(num|n)_[a-z_]+$|^[a-z_]*_(size|dim|dims|len|length)$|^(embedding_dim|padding_idx|kernel_size|stride|groups)$"
 )
+
+
+@functools.lru_cache(maxsize=4096)
+def is_size_name(name: str) -> bool:
+    """SIZE_ATTR_RE, memoised (it is asked of every attribute the analysis evaluates)."""
+    return SIZE_ATTR_RE.match(name) is not None
+
+
 # Attributes of a tensor that are tensors (views of it): the only ones that carry its history.
 TENSOR_VIEW_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag"})
 # Methods that read a container without computing: they keep what it holds.

@@ -12,7 +12,7 @@ from ..flow import Walker, function_grad_mode
 from ..graph_tensors import ARG, GRAPH, MODULE, NOTHING, Evaluator, Value, looks_like_module_name, short
 from ..imports import ImportMap
 from ..modules import ClassInfo
-from ..stmtwalk import lines_matching, own_nodes, scopes_at, statements
+from ..stmtwalk import lines_matching, own_nodes, scopes_at, tree_statements
 from ..scopes import ClassRunner, is_forward_root, self_name
 from . import argument_only, finding, origin_text
 
@@ -116,8 +116,8 @@ def check(
             return []
         scopes = scopes_at(tree, lines)
     else:
-        scopes = [tree] + [s for s in statements(tree) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    for s in statements(tree):
+        scopes = [tree] + [s for s in tree_statements(tree) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    for s in tree_statements(tree):
         if isinstance(s, ast.ClassDef):
             for item in s.body:
                 parents[item] = s

@@ -24,7 +24,7 @@ from ..findings import Finding
 from ..flow import Walker, function_grad_mode
 from ..graph_tensors import GRAPH, LEAF, MODULE, NONE, NOTHING, Evaluator, Value, join, looks_like_module_name, short
 from ..imports import ImportMap
-from ..stmtwalk import statements
+from ..stmtwalk import tree_statements
 from . import finding, origin_text
 
 RULES = {"GLF301": "a tensor on the autograd graph (or requiring grad) sent to another process (DataLoader workers, "
@@ -186,7 +186,7 @@ def check(tree: ast.Module, imports: ImportMap, module_classes: set[str], source
     datasets: dict[str, bool] = {}
     spawn_file = False
     functions = []
-    for s in statements(tree):
+    for s in tree_statements(tree):
         if isinstance(s, ast.ClassDef):
             bases = {b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "") for b in s.bases}
             if bases & {"Dataset", "IterableDataset"}:
