@@ -79,6 +79,7 @@ def shop():
         import shop.transforms
         import shop.parallel
         import shop.rgcn
+        import shop.queue_loss
         yield torch, shop
     finally:
         sys.path.remove(str(PROJECT))
@@ -251,6 +252,18 @@ def test_a_forward_inherited_from_another_file_runs_the_subclass_methods(shop):
     twin = pkg.rgcn.EvalCachedGCN(5, 4)
     twin().sum().backward()
     assert not has_grad_fn(twin.enriched) and not raises_on_deepcopy(twin)
+
+
+def test_a_submodule_result_element_carries_only_what_its_arguments_bring(shop):
+    """QueueLoss returns (loss, the queue it was given, a bool): the trainer's kept queue and
+    flag copy, the kept loss does not."""
+    torch, pkg = shop
+    trainer = pkg.queue_loss.Trainer(3)
+    trainer(torch.randn(2, 3)).backward()
+    assert not has_grad_fn(trainer.queue) and trainer.use_the_queue is True
+    assert has_grad_fn(trainer.last_loss) and raises_on_deepcopy(trainer)
+    trainer.last_loss = None
+    assert not raises_on_deepcopy(trainer)
 
 
 def test_the_index_never_reads_a_virtual_environment(tmp_path):

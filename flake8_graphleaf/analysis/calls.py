@@ -318,8 +318,9 @@ class CallSemantics:
             quals = facts.submodule_quals.get(meth)
             forward_items = getattr(self.imports, "forward_items_of", None)  # forward_results, installed by the analysis
             if quals and result.kind == GRAPH and forward_items is not None:
-                flags = [forward_items(self.imports, q, self.nesting) for q in quals]
-                if flags and all(f is not None and len(f) == len(flags[0]) for f in flags):
+                found = [forward_items(self.imports, q, self.nesting) for q in quals]
+                if found and all(f is not None and len(f.items) == len(found[0].items) for f in found):
+                    flags = [f.carried(pos, kw) for f in found]  # loss, queue, used = self.criterion(out, queue=q)
                     items = tuple(result if any(f[i] for f in flags) else NOTHING for i in range(len(flags[0])))
                     return Value(result.kind, result.origin, items)
             return result

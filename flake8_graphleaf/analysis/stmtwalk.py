@@ -70,7 +70,13 @@ def scopes_with_classes(tree: ast.Module) -> list[tuple[ast.AST, "ast.ClassDef |
 def lines_matching(source: str, pattern: re.Pattern) -> set[int]:
     """1-based numbers of the lines where ``pattern`` matches: a cheap way to find the few
     places worth walking before walking anything."""
-    return {source.count("\n", 0, m.start()) + 1 for m in pattern.finditer(source)}
+    out: set[int] = set()
+    line, pos = 1, 0
+    for m in pattern.finditer(source):  # newlines counted once, from one match to the next
+        line += source.count("\n", pos, m.start())
+        pos = m.start()
+        out.add(line)
+    return out
 
 
 def scopes_at(tree: ast.Module, lines: set[int]) -> list[ast.AST]:

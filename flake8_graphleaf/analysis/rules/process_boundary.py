@@ -193,7 +193,7 @@ def check(tree: ast.Module, imports: ImportMap, module_classes: set[str], source
                 datasets[s.name] = _never_detaches(s)
         elif isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
             functions.append(s)
-    for n in ast.walk(tree):
+    for n in ast.walk(tree) if source is None or "set_start_method" in source else ():
         if isinstance(n, ast.Call) and isinstance(n.func, (ast.Attribute, ast.Name)) and n.args:
             name = n.func.attr if isinstance(n.func, ast.Attribute) else n.func.id
             a = n.args[0]
