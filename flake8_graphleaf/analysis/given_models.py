@@ -4,11 +4,11 @@
 ``for k, v in scorers.items(): self.scorers[k] = v`` (a beam search's scorers) and
 ``self.search = TimeSyncSearch(scorers=self.scorers.copy())`` (a wrapper built around given
 models).  Feeding an argument to such a model says nothing about where the argument comes from
-(:meth:`.graph_tensors.Evaluator._injected`): the class may sit at the top, called with data.
+(``graph_tensors.Evaluator._injected``): the class may sit at the top, called with data.
 
 :func:`given_in_init` reads one ``__init__``; the attributes it can only name as "built around
 ``self.X``" (``X`` set by a base class in another file) are left as ``wraps`` for
-:func:`.helper_objects.given_attributes` to settle across files.
+:func:`.helper_objects.settle_given` to settle across files.
 """
 
 from __future__ import annotations
@@ -60,8 +60,7 @@ def given_in_init(init: ast.FunctionDef, self_name: str, init_args: set[str],
             return set(), {expr.attr}
         return set(), set()
 
-    body = [s for s in statements(init)]
-    body.sort(key=lambda s: (s.lineno, s.col_offset))
+    body = sorted(statements(init), key=lambda s: (s.lineno, s.col_offset))  # in the order of the text
     for _ in range(2):  # a local may be bound from an attribute given later in the text
         before = (len(given_attrs), len(given_locals))
         for stmt in body:

@@ -28,6 +28,8 @@ __all__ = [
 
 
 _SCALAR_TYPES = frozenset("str int float bool bytes complex".split())
+_PARAMETER_QUALS = ("torch.nn.Parameter", "torch.nn.parameter.Parameter")
+_TENSOR_QUALS = ("torch.Tensor", *_PARAMETER_QUALS)
 
 
 class ClassFacts:
@@ -56,7 +58,7 @@ class ClassFacts:
         self.injected: set[str] = set()  # attributes set in __init__ from an argument (self.model = model)
         self.given_models: set[str] = set()  # those of them that hold models (given_models)
         # attr -> the self attributes a wrapper built in __init__ was given, set by a base in
-        # another file (helper_objects.given_attributes settles them)
+        # another file (helper_objects.settle_given settles them)
         self.wraps: dict[str, set[str]] = {}
         self.given_settled = False
 
@@ -237,30 +239,38 @@ class Evaluator(CallSemantics):
                 self.env[name] = kept
         return join(self.eval(body), not_tensor)
 
-    def infeasible_parameter_test(self, test: ast.AST) -> bool:
-        """``isinstance(x, nn.Parameter)`` where x holds no parameter here (a value with no
-        history or a graph tensor, never a leaf): the test cannot hold."""
-        if (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance"
-                and len(test.args) == 2 and isinstance(test.args[0], ast.Name) and test.args[0].id in self.env):
-            qual = self.imports.qualname(test.args[1]) or ""
-            return qual in ("torch.nn.Parameter", "torch.nn.parameter.Parameter") and self.env[test.args[0].id].kind != LEAF
-        return False
-
-    def tensor_test(self, test: ast.AST) -> tuple[str | None, bool]:
-        """For a test that tells whether a name holds a tensor: (name, True) when the name is no
-        tensor where the test fails (``isinstance(x, torch.Tensor)``), (name, False) when it is
-        no tensor where the test holds (``isinstance(x, str)``, ``not isinstance(x, Tensor)``)."""
+    def _isinstance_test(self, test: ast.AST) -> tuple[str, list[ast.AST], bool] | None:
+        """(name, the classes named, negated) for ``[not] isinstance(name, C)`` / ``(C1, C2)``."""
         negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
         if negated:
             test = test.operand
         if (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance"
                 and len(test.args) == 2 and isinstance(test.args[0], ast.Name)):
             kinds = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
-            quals = [self.imports.qualname(k) or "" for k in kinds]
-            if all(q in ("torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter") for q in quals):
-                return test.args[0].id, not negated
-            if all(isinstance(k, ast.Name) and k.id in _SCALAR_TYPES and k.id not in self.env for k in kinds):
-                return test.args[0].id, negated
+            return test.args[0].id, kinds, negated
+        return None
+
+    def infeasible_parameter_test(self, test: ast.AST) -> bool:
+        """``isinstance(x, nn.Parameter)`` where x holds no parameter here (a value with no
+        history or a graph tensor, never a leaf): the test cannot hold."""
+        found = self._isinstance_test(test)
+        if found is None or found[2] or len(found[1]) != 1 or found[0] not in self.env:
+            return False
+        name, (kind,), _ = found
+        return (self.imports.qualname(kind) or "") in _PARAMETER_QUALS and self.env[name].kind != LEAF
+
+    def tensor_test(self, test: ast.AST) -> tuple[str | None, bool]:
+        """For a test that tells whether a name holds a tensor: (name, True) when the name is no
+        tensor where the test fails (``isinstance(x, torch.Tensor)``), (name, False) when it is
+        no tensor where the test holds (``isinstance(x, str)``, ``not isinstance(x, Tensor)``)."""
+        found = self._isinstance_test(test)
+        if found is None:
+            return None, False
+        name, kinds, negated = found
+        if all((self.imports.qualname(k) or "") in _TENSOR_QUALS for k in kinds):
+            return name, not negated
+        if all(isinstance(k, ast.Name) and k.id in _SCALAR_TYPES and k.id not in self.env for k in kinds):
+            return name, negated
         return None, False
 
     def eval_BoolOp(self, node: ast.BoolOp) -> Value:

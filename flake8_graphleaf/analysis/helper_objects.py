@@ -135,15 +135,9 @@ def inherited_forward(imports, info: ClassInfo, depth: int = 0):
     the subclass defines), or None: torch's own, or none found."""
     if depth > 4:
         return None
-    chain, todo = [], [info]  # the class and its bases in this file
-    while todo:
-        cls = todo.pop(0)
-        if cls not in chain:
-            chain.append(cls)
-            todo += cls.base_infos
-    for qual in [q for cls in chain for q in cls.facts.bases]:
+    for qual in info.facts.bases:  # ancestors in other files, through this file's bases too
         found = program_class(imports, qual)
-        if found is None or found[1] in chain:
+        if found is None or found[1] is info:
             continue
         parsed, base, _ = found
         func = base.facts.methods.get("forward")

@@ -11,7 +11,7 @@ from typing import Callable
 from .findings import Finding
 from .flow import Store, Walker, function_grad_mode
 from .graph_tensors import ARG, GRAPH, MODULE, NOTHING, Evaluator, Value, argument_value, join, looks_like_module_name
-from .torch_names import non_tensor_annotation
+from .torch_names import non_tensor_annotation, tensor_annotation
 from .values import constant_name
 from .imports import ImportMap
 from .modules import ClassInfo
@@ -104,17 +104,16 @@ class ClassRunner:
         methods (the base's file reports what that forward itself stores)."""
         self.helper_findings, self._helper_memo = [], {}
         roots = forward_roots(self.info)
-        if not roots and self.info.facts.methods and (self.info.facts.bases or self.info.base_infos):
+        if not roots and self.info.facts.methods and self.info.facts.bases:
             from .helper_objects import inherited_forward
 
             func = inherited_forward(self.imports, self.info)
             if func is not None:
-                self._sink, self._memo, self._active, self.reached = (
-                    lambda store, where: None if where is func else sink(store, where)), {}, set(), set()
-                self._skip, self._building = set(), False
-                self._run(func, self._root_params(func, True), True)
-                self.reached.discard("forward")
-                return set(self.reached)
+                def own(store, where):  # that forward's own stores are its file's to report
+                    if where is not func:
+                        sink(store, where)
+
+                return self._run_roots(["forward"], own, forward=True, methods={"forward": func}) - {"forward"}
         return self._run_roots(roots, sink, forward=True)
 
     def run_with(self, func: ast.FunctionDef, pos: list[Value], kw: dict[str, Value], sink: StoreSink,
@@ -129,12 +128,14 @@ class ClassRunner:
         return self._run_roots(roots, sink, forward=False, skip=skip)
 
     # -- machinery ----------------------------------------------------------------
-    def _run_roots(self, roots: list[str], sink: StoreSink, forward: bool, skip: set[str] = frozenset()) -> set[str]:
+    def _run_roots(self, roots: list[str], sink: StoreSink, forward: bool, skip: set[str] = frozenset(),
+                   methods: dict | None = None) -> set[str]:
+        """Run the methods named ``roots`` (of ``methods``, default the class's own)."""
         self._sink, self._memo, self._active, self.reached = sink, {}, set(), set()
         self._skip = skip
         self._building = not forward
         for name in roots:
-            func = self.info.facts.methods[name]
+            func = (methods or self.info.facts.methods)[name]
             params = self._root_params(func, forward)
             grad = True
             if forward and self.info.is_metric and name in ("forward", "update"):
@@ -143,7 +144,7 @@ class ClassRunner:
                 # the graph (CatMetric's list of inputs), not what it computes from them.
                 kinds = _annotations(func)
                 params = {k: (Value(GRAPH, f"argument '{k}', a model output given to the metric")
-                              if v.kind == ARG and _tensor_annotation(kinds.get(k)) else v)
+                              if v.kind == ARG and tensor_annotation(kinds.get(k)) else v)
                           for k, v in params.items()}
                 grad = name == "forward"
                 if grad:
@@ -317,16 +318,6 @@ def _annotations(func: ast.FunctionDef) -> dict[str, ast.AST | None]:
     args = func.args
     every = args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a is not None]
     return {a.arg: a.annotation for a in every}
-
-
-def _tensor_annotation(annotation: ast.AST | None) -> bool:
-    """No annotation, or one that names tensors (``Tensor``, ``Optional[Tensor]``,
-    ``Sequence[Tensor]``, ``Any``): a metric's input may be a model output.  ``generator:
-    GeneratorType`` (a module) is not."""
-    if annotation is None:
-        return True
-    words = set(re.findall(r"\w+", ast.unparse(annotation)))
-    return "Any" in words or any("Tensor" in w for w in words)
 
 
 def _abstract(func: ast.FunctionDef) -> bool:

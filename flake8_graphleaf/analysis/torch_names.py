@@ -208,6 +208,16 @@ def non_tensor_annotation(ann: ast.AST, scalars: bool = False) -> bool:
     return bool(words) and words <= allowed and "Tensor" not in text
 
 
+def tensor_annotation(annotation: ast.AST | None) -> bool:
+    """No annotation, or one that names tensors (``Tensor``, ``Optional[Tensor]``,
+    ``Sequence[Tensor]``, ``Any``): a metric's input may be a model output.  ``generator:
+    GeneratorType`` (a module) is not."""
+    if annotation is None:
+        return True
+    words = set(re.findall(r"\w+", ast.unparse(annotation)))
+    return "Any" in words or any("Tensor" in w for w in words)
+
+
 def int_dtype(node: ast.AST) -> bool:
     if isinstance(node, ast.Attribute):
         return node.attr in INT_DTYPES
