@@ -7,27 +7,21 @@ from __future__ import annotations
 
 import ast
 
+from . import torch_facts
 from .torch_names import (
     _METHOD_NAME_RE,
     torch_base_method,
     BUFFER_CTORS,
+    CONTAINER_UPDATES,
+    CONTAINER_NAMES,
     CONTAINER_READS,
-    MODULE_API_LEAVES,
-    MODULE_API_MODULES,
-    MODULE_API_NONE,
     NON_COMPUTING_NAMESPACES,
     NON_DIFF_BUILTINS,
-    NON_DIFF_METHODS,
-    NON_DIFF_QUALNAMES,
-    NON_DIFF_TORCH,
-    PARAMETER_CTORS,
     PARAMETER_NAMES,
     PASSING_BUILTINS,
-    SHAPE_ONLY_ARGS,
     int_dtype,
     looks_like_parameter,
 )
-from .tensor_methods import TENSOR_ATTRIBUTES
 from .values import ARG, GRAPH, LEAF, MODULE, NOTHING, Value, _containers_only, _is_true, constant_names, join, short
 from .torch_names import STDLIB_NO_HISTORY, is_torch_name
 
@@ -45,7 +39,7 @@ class CallSemantics:
         # ``Adam(model.parameters())``, ``EMA(self.parameters())``: handing over the parameters
         # themselves is no computation; what is built from them holds leaves.
         if v.kind == LEAF and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            if node.func.attr in MODULE_API_LEAVES and node.func.attr != "get_parameter":
+            if torch_facts.module_api(node.func.attr) == "leaves":
                 return NOTHING
         return v
 
@@ -141,29 +135,22 @@ class CallSemantics:
 
     def _torch_call(self, node, qual, pos, kw, everything) -> Value:
         name = qual.rsplit(".", 1)[-1]
-        if qual in PARAMETER_CTORS:
-            return Value(LEAF, "nn.Parameter(...)")
         if qual in BUFFER_CTORS:
             return NOTHING
-        if qual == "torch.autograd.grad" and _is_true(node, "create_graph"):
-            # gradients built with create_graph=True are on the graph (a gradient penalty)
-            return self.module_call("torch.autograd.grad(..., create_graph=True)", pos, kw)
-        if qual in NON_DIFF_QUALNAMES or qual.startswith("copy."):
+        if qual.startswith("copy."):
             return NOTHING
-        if qual.startswith("torch.nn.init.") and name.endswith("_") and pos:
-            return pos[0]  # fills its argument in place under no_grad and returns it: a Parameter stays one
+        dist = torch_facts.distribution(qual)
+        if dist is not None:
+            # a Distribution object: it keeps what it is built from (deepcopy of it raises when
+            # that is a graph tensor); its methods are the table's (sample() is fresh, rsample() not)
+            held = self.computed(NOTHING, everything) if dist.get("holds", True) else NOTHING
+            return Value(held.kind, held.origin, cls=qual)
+        op = torch_facts.function(qual, torch_facts.signature(node))
+        if op is not None:
+            return self.apply_op(op, short(node.func), node, None, pos, kw)
         if qual.startswith(NON_COMPUTING_NAMESPACES):
             return NOTHING
-        if qual.count(".") == 1 and name in NON_DIFF_TORCH:
-            rg = kw.get("requires_grad")
-            if rg is not None and _is_true(node, "requires_grad"):
-                return Value(LEAF, f"{qual}(..., requires_grad=True)")
-            return NOTHING
-        if name == "where" and len(node.args) == 1 and not node.keywords:
-            return NOTHING
         if qual.startswith("torch.nn.") and name[:1].isupper():
-            if qual.startswith("torch.nn.functional."):
-                return self.computed(NOTHING, everything)
             return Value(MODULE, f"{name}(...)")
         if name == "checkpoint" or qual.startswith("torch.utils.checkpoint"):
             return self.module_call(f"{qual}(...)", pos, kw) if everything.kind >= MODULE else NOTHING
@@ -172,6 +159,45 @@ class CallSemantics:
         if qual in ("torch.Tensor", "torch.FloatTensor", "torch.LongTensor"):
             return NOTHING
         return self.computed(NOTHING, everything)
+
+    def apply_op(self, op, what: str, node: ast.Call, recv: Value | None, pos: list[Value], kw: dict[str, Value]) -> Value:
+        """What a call of a torch callable gives, from the table (:mod:`.torch_facts`): only the
+        arguments whose history torch carries into the result count (``x.expand_as(y)``: x's)."""
+        if op.makes_leaf == "keyword" and _is_true(node, "requires_grad"):
+            return Value(LEAF, f"{what}(..., requires_grad=True)")
+        if op.create_graph is not None and _is_true(node, "create_graph"):
+            # gradients built with create_graph=True are on the graph (a gradient penalty)
+            return self.module_call(f"{what}(..., create_graph=True)", pos, kw)
+        if op.result in ("fresh", "int", "scalar"):
+            return NOTHING
+        if op.result == "leaf" or op.makes_leaf == "always" and (recv is None or recv.kind < GRAPH):
+            return Value(LEAF, f"{what}(...)")
+        if op.result == "same" and op.makes_leaf:
+            return pos[0] if pos else NOTHING  # nn.init.*_: fills a Parameter under no_grad and returns it
+        sources = self._sources(op, node, recv, pos, kw)
+        if op.result == "tensors":
+            if op.items is not None:
+                items = tuple(self.computed(NOTHING, *sources) if k in ("carries", "same") else NOTHING for k in op.items)
+                whole = join(*items)
+                return Value(whole.kind, whole.origin, items)
+            if op.each in ("fresh", "int", "scalar"):
+                return NOTHING
+        if op.result == "object":
+            return join(*sources)
+        if op.alias and recv is not None:
+            return self.computed(recv) if recv.kind != GRAPH else recv
+        return self.computed(NOTHING, *sources)
+
+    @staticmethod
+    def _sources(op, node: ast.Call, recv: Value | None, pos: list[Value], kw: dict[str, Value]) -> list[Value]:
+        if any(isinstance(a, ast.Starred) for a in node.args):
+            chosen = list(pos)  # f(*xs): positions unknown
+        else:
+            chosen = [pos[i] for i in op.sources if isinstance(i, int) and i < len(pos)]
+        if recv is not None and "self" in op.sources:
+            chosen.append(recv)
+        chosen += [v for k, v in kw.items() if k not in torch_facts.PLACEMENT_KEYWORDS]
+        return chosen
 
     def _name_call(self, node, name, pos, kw, everything) -> Value:
         if name == self.self_name and self.facts is not None and self.facts.is_module:
@@ -239,15 +265,20 @@ class CallSemantics:
             if result is not None:
                 return result
         recv = self.eval(recv_node)
-        if meth in NON_DIFF_METHODS and meth not in MODULE_API_MODULES:
-            return NOTHING
+        if recv.cls is not None:
+            return self.object_member(recv, meth, everything)
+        sig = torch_facts.signature(node)
         if recv.kind == MODULE:
-            if meth in MODULE_API_LEAVES:
+            api = torch_facts.module_api(meth)
+            if api in ("leaf", "leaves"):
                 return Value(LEAF, f"{short(func)}()")
-            if meth in MODULE_API_MODULES:
+            if api in ("module", "modules"):
                 return recv
-            if meth in MODULE_API_NONE:
+            if api in ("fresh", "scalar"):
                 return NOTHING
+            op = torch_facts.tensor_method(meth, sig)
+            if op is not None and op.no_history:
+                return NOTHING  # what may also be a parameter: .size(), .dim(), .eq(...)
             if looks_like_parameter(meth):
                 return NOTHING
             if meth in ("forward", "__call__") or not _METHOD_NAME_RE.match(meth):
@@ -264,33 +295,45 @@ class CallSemantics:
             return NOTHING
         if meth in CONTAINER_READS and recv.kind != LEAF:
             return recv
-        if meth in NON_DIFF_METHODS:
-            return NOTHING
-        if meth in SHAPE_ONLY_ARGS:
-            return self.computed(recv)  # the argument gives only a dtype, device or shape
-        if meth in ("to", "type") and (
-            any(int_dtype(a) for a in node.args) or any(k.arg == "dtype" and int_dtype(k.value) for k in node.keywords)
-        ):
-            return NOTHING
-        if meth == "type" and not node.args and not node.keywords:
-            return NOTHING
+        if meth in CONTAINER_NAMES:
+            return NOTHING  # a mapping's keys, a length
         if meth in ("to", "type"):
+            if any(int_dtype(a) for a in node.args) or any(k.arg == "dtype" and int_dtype(k.value) for k in node.keywords):
+                return NOTHING
+            if meth == "type" and not node.args and not node.keywords:
+                return NOTHING  # the type's name
             # x.to(other), x.to(device, dtype): the arguments give a dtype or a device; the
             # history is x's (a parameter moved to another device is a non-leaf: computed)
             return self.computed(recv)
-        if meth == "requires_grad_":
-            if node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value is False:
-                return NOTHING if recv.kind < GRAPH else recv
-            return Value(LEAF, short(node)) if recv.kind < GRAPH else recv
-        if meth in ("append", "extend", "insert", "update", "add", "clear", "remove", "reverse"):
+        if meth == "requires_grad_" and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value is False:
+            return NOTHING if recv.kind < GRAPH else recv
+        if meth in CONTAINER_UPDATES:
             return NOTHING  # returns None; the statement walker records the mutation
-        if recv.kind == ARG and meth not in TENSOR_ATTRIBUTES and not recv.items:
+        op = torch_facts.tensor_method(meth, sig)
+        if op is not None:
+            if recv.kind < MODULE and everything.kind < MODULE:
+                return NOTHING
+            if recv.kind == ARG and recv.items:
+                return self.computed(recv, everything)  # a tuple argument: not a tensor's method
+            return self.apply_op(op, short(func), node, recv, pos, kw)
+        if recv.kind == ARG and meth not in torch_facts.tensor_names() and not recv.items:
             # an argument sent a method no tensor has (trace.iter_stochastic_nodes(),
             # posterior.rsample()) is not a tensor: its kind says nothing of the result
             recv = NOTHING
         if recv.kind >= MODULE or everything.kind >= MODULE:
             return self.computed(recv, everything)
         return NOTHING
+
+    def object_member(self, obj: Value, name: str, everything: Value) -> Value:
+        """A method or attribute of a torch object the table knows (``dist.sample()``,
+        ``dist.mean``): fresh values have no history, the others keep what the object holds."""
+        facts = torch_facts.distribution(obj.cls) or {}
+        kind = facts.get("methods", {}).get(name)
+        if kind in ("fresh", "int", "scalar"):
+            return NOTHING
+        if kind is not None:
+            return Value(obj.kind, obj.origin)
+        return self.computed(Value(obj.kind, obj.origin), everything)
 
     def _self_call(self, node, meth, pos, kw, everything) -> Value:
         facts = self.facts
@@ -303,9 +346,10 @@ class CallSemantics:
                 if result is not None:
                     return result
             return everything if self.grad else _containers_only(everything)
-        if meth in MODULE_API_LEAVES:
+        api = torch_facts.module_api(meth)
+        if api in ("leaf", "leaves"):
             return Value(LEAF, f"self.{meth}()")
-        if meth in MODULE_API_MODULES or meth in MODULE_API_NONE:
+        if api is not None:
             return NOTHING
         if facts is not None and meth in facts.helpers and self.on_helper is not None:
             result = self.on_helper(meth, "__call__", pos, kw, node, self.grad)  # self.scorer(hyp, ref)

@@ -9,18 +9,15 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .graph_tensors import GRAPH, MODULE, NOTHING, Evaluator, Value, join, join_tuples, short
+from . import torch_facts
 from .stmtwalk import statements
 from .torch_names import is_torch_name
 
+# Methods that put a value into the container they are called on (Python's, and a set's add).
 CONTAINER_MUTATORS = frozenset(
     "append extend insert update setdefault add appendleft extendleft __setitem__".split()
 )
-# Tensor methods that change their receiver in place and return it.
-NOT_INPLACE = frozenset({"requires_grad_", "share_memory_", "detach_", "retain_grad_"})
-
-
-def is_inplace_method(name: str) -> bool:
-    return name.endswith("_") and not name.startswith("_") and name not in NOT_INPLACE
+is_inplace_method = torch_facts.is_inplace  # a tensor method that changes its receiver (the table's)
 
 
 @dataclass

@@ -18,7 +18,8 @@ from typing import Callable
 
 from .calls import CallSemantics
 from .imports import ImportMap
-from .torch_names import NON_DIFF_ATTRS, TENSOR_VIEW_ATTRS, is_size_name, argument_value, looks_like_module_name, looks_like_parameter
+from . import torch_facts
+from .torch_names import is_size_name, argument_value, looks_like_module_name, looks_like_parameter
 from .values import ARG, GRAPH, LEAF, MODULE, NONE, NOTHING, Value, join, join_tuples, name_constant, short
 
 __all__ = [
@@ -354,14 +355,19 @@ class Evaluator(CallSemantics):
         if self.is_self(node.value):
             return self.self_attr(attr)
         base = self.eval(node.value)
-        if attr in NON_DIFF_ATTRS or is_size_name(attr):
+        if base.cls is not None:
+            return self.object_member(base, attr, NOTHING)  # dist.mean, dist.stddev
+        if is_size_name(attr):
             return NOTHING
+        kind = torch_facts.tensor_attribute(attr) or torch_facts.module_attribute(attr)
+        if kind in ("fresh", "scalar", "object", "int") or torch_facts.return_field(attr) in ("int", "fresh"):
+            return NOTHING  # x.data, x.shape, x.grad, m.training, torch.max(x, 1).indices
         if base.kind == MODULE:
             if looks_like_parameter(attr):
                 return Value(LEAF, f"parameter {short(node)}")
             return Value(MODULE, short(node))
         if base.kind == LEAF:
-            if attr in TENSOR_VIEW_ATTRS:
+            if kind in ("carries", "same"):
                 return self.computed(base)  # .T, .mT, .real ... of a parameter
             # No other attribute of a tensor is one: the leaf was a submodule (``getattr(self, name)``
             # gives a submodule or a parameter), and this is one of its attributes.

@@ -1,6 +1,7 @@
-"""What names mean to autograd: torch functions, tensor methods and attributes without history,
-the nn.Module API, builtins, and the naming conventions of parameters, submodules and non-tensor
-arguments.  Tables and small predicates only; :mod:`.graph_tensors` and :mod:`.calls` use them.
+"""What names mean where torch's table (:mod:`.torch_facts`) has nothing to say: builtins,
+Python's containers, the naming conventions of parameters, submodules and non-tensor arguments,
+and the sizes layers keep.  Tables and small predicates only; :mod:`.graph_tensors` and
+:mod:`.calls` use them.
 """
 
 from __future__ import annotations
@@ -11,23 +12,9 @@ import re
 
 from .values import ARG, NOTHING, Value
 
-# --- tensor methods and attributes whose result has no autograd history -----------
-NON_DIFF_METHODS = frozenset(
-    """detach detach_ item tolist numpy size dim ndimension numel nelement element_size
-    stride storage_offset data_ptr is_contiguous is_floating_point is_complex is_signed
-    get_device long int short bool byte char argmax argmin argsort eq ne lt le gt ge
-    greater less greater_equal less_equal not_equal equal allclose isclose isnan isinf
-    isfinite isneginf isposinf isreal nonzero nonzero_static any all logical_and
-    logical_or logical_not logical_xor count_nonzero new_zeros new_ones new_empty
-    new_full new_tensor bincount histc register_hook
-    retain_grad backward untyped_storage storage data_ptr tobytes __len__ keys
-    """.split()
-)
-NON_DIFF_ATTRS = frozenset(
-    """data shape dtype device ndim grad requires_grad is_leaf grad_fn is_cuda is_sparse
-    is_quantized is_meta layout names indices output_nr _version itemsize nbytes training
-    """.split()
-)
+# What torch's own callables do comes from the generated table (:mod:`.torch_facts`); what is
+# here is Python's, the program's naming conventions, and the sizes layers keep.
+
 # Attributes that torch's layers keep as sizes and counts (``layer.out_features``, ``conv.in_channels``,
 # ``attn.num_heads``, ``emb.embedding_dim``): ints on any object that has them.
 SIZE_ATTR_RE = re.compile(
@@ -41,42 +28,20 @@ def is_size_name(name: str) -> bool:
     return SIZE_ATTR_RE.match(name) is not None
 
 
-# Attributes of a tensor that are tensors (views of it): the only ones that carry its history.
-TENSOR_VIEW_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag"})
-# Methods that read a container without computing: they keep what it holds.
+# Python's containers: methods that read what they hold, that name or count it, that change it.
 CONTAINER_READS = frozenset("get pop popitem popleft values items copy __getitem__ setdefault".split())
-# Tensor methods whose tensor arguments give only a dtype, device or shape.
-SHAPE_ONLY_ARGS = frozenset("type_as expand_as view_as reshape_as new_empty new_zeros new_ones".split())
+CONTAINER_NAMES = frozenset("keys __len__".split())
+CONTAINER_UPDATES = frozenset("append extend insert update clear remove reverse appendleft extendleft".split())
 INT_DTYPES = frozenset(
     """long int64 int int32 int16 short int8 uint8 uint16 uint32 uint64 bool""".split()
 )
 
-# torch.<name> functions that never return a graph tensor.
-NON_DIFF_TORCH = frozenset(
-    """argmax argmin argsort randint randint_like randperm multinomial bucketize
-    searchsorted nonzero isnan isinf isfinite isneginf isposinf eq ne lt le gt ge greater
-    less equal allclose isclose logical_and logical_or logical_not logical_xor
-    count_nonzero zeros ones empty full rand randn arange range linspace logspace eye
-    tensor zeros_like ones_like empty_like full_like rand_like randn_like is_tensor
-    is_grad_enabled numel bincount histc tril_indices
-    triu_indices get_default_dtype manual_seed no_grad inference_mode enable_grad
-    set_grad_enabled device Size Generator finfo iinfo from_numpy empty_strided
-    is_floating_point is_complex result_type promote_types can_cast get_rng_state
-    is_inference_mode_enabled""".split()
-)
-NON_DIFF_QUALNAMES = frozenset(
-    {
-        "torch.nn.functional.one_hot",
-        "torch.autograd.grad",
-    }
-)
 # torch namespaces whose calls never return a graph tensor (devices, hooks, profilers ...).
 NON_COMPUTING_NAMESPACES = (
     "torch.cuda.", "torch.distributed.", "torch.backends.", "torch.jit.", "torch.autograd.graph.",
     "torch.autograd.profiler.", "torch.profiler.", "torch.utils.hooks.", "torch.utils.data.",
     "torch.testing.", "torch.fx.", "torch.onnx.", "torch.compiler.", "torch._dynamo.", "torch.overrides.",
 )
-PARAMETER_CTORS = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 BUFFER_CTORS = frozenset({"torch.nn.parameter.Buffer", "torch.nn.Buffer"})
 PARAMETER_NAMES = frozenset({"Parameter"})
 
@@ -89,19 +54,6 @@ NON_DIFF_BUILTINS = frozenset(
 # Builtins that pass on (or compute from) what they are given.
 PASSING_BUILTINS = frozenset(
     "list tuple dict set frozenset sorted reversed enumerate zip iter next sum max min abs round map filter pow divmod".split()
-)
-
-# nn.Module API reached through a module value.
-MODULE_API_LEAVES = frozenset("parameters named_parameters get_parameter".split())
-MODULE_API_MODULES = frozenset(
-    """children named_children modules named_modules get_submodule to cuda cpu eval train
-    float half double bfloat16 requires_grad_ apply type share_memory to_empty""".split()
-)
-MODULE_API_NONE = frozenset(
-    """state_dict buffers named_buffers get_buffer register_buffer register_parameter
-    register_module add_module register_forward_hook register_forward_pre_hook
-    register_full_backward_hook register_backward_hook register_full_backward_pre_hook
-    zero_grad extra_repr load_state_dict""".split()
 )
 
 _PARAM_NAME_RE = re.compile(

@@ -28,12 +28,14 @@ class Value:
     """``items``: for a tuple of known length (``return out, acc``), the value of each element,
     so that ``loss, acc = self.step(x)`` binds each name to what it really holds."""
 
-    __slots__ = ("kind", "origin", "items")
+    __slots__ = ("kind", "origin", "items", "cls")
 
-    def __init__(self, kind: int, origin: str = "", items: "tuple[Value, ...] | None" = None):
+    def __init__(self, kind: int, origin: str = "", items: "tuple[Value, ...] | None" = None, cls: str | None = None):
         self.kind = kind
         self.origin = origin
         self.items = items
+        # the torch class of an object whose methods the table knows (a Distribution)
+        self.cls = cls
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         return f"Value({KIND_NAMES[self.kind]}, {self.origin!r})"
