@@ -190,8 +190,8 @@ class CallSemantics:
 
     @staticmethod
     def _sources(op, node: ast.Call, recv: Value | None, pos: list[Value], kw: dict[str, Value]) -> list[Value]:
-        if any(isinstance(a, ast.Starred) for a in node.args):
-            chosen = list(pos)  # f(*xs): positions unknown
+        if "*" in op.sources or any(isinstance(a, ast.Starred) for a in node.args):
+            chosen = list(pos) + ([recv] if recv is not None else [])  # f(*xs): positions unknown
         else:
             chosen = [pos[i] for i in op.sources if isinstance(i, int) and i < len(pos)]
         if recv is not None and "self" in op.sources:

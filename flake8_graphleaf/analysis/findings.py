@@ -85,6 +85,9 @@ class Finding:
     class_name: str | None = None
     attribute: str | None = None
     fix: Fix | None = None
+    # The proof (analysis/witness.py): source, steps, how it is reached, why it is kept, what
+    # deepcopy copies.  Every finding under a default code has one.
+    witness: dict | None = field(default=None, compare=False, repr=False)
     # Extra facts a fixer needs (kept out of the message).
     data: dict = field(default_factory=dict, compare=False, repr=False)
 

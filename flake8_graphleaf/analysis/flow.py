@@ -8,7 +8,7 @@ import ast
 from dataclasses import dataclass
 from typing import Callable
 
-from .graph_tensors import GRAPH, MODULE, NOTHING, Evaluator, Value, join, join_tuples, short
+from .graph_tensors import ARG, GRAPH, LEAF, MODULE, NOTHING, Evaluator, Value, join, join_tuples, short
 from . import torch_facts
 from .stmtwalk import statements
 from .torch_names import is_torch_name
@@ -38,6 +38,7 @@ class Store:
     grad: bool  # grad mode where the store happens
     method: str = ""  # for container stores: append, extend, __setitem__ ...
     name_node: ast.AST | None = None  # setattr / register_buffer: the name argument
+    stmt: ast.AST | None = None  # the statement that stores (its code is the witness's last step)
 
 
 def grad_mode_of(call: ast.AST, imports, current: bool) -> bool:
@@ -93,6 +94,7 @@ class Walker:
         self.on_store = on_store
         self.returns: Value = NOTHING
         self._returned = False
+        self.stmt: ast.stmt | None = None  # the statement being walked
 
     # -- entry --------------------------------------------------------------------
     def run(self, body: list[ast.stmt]) -> Value:
@@ -103,6 +105,7 @@ class Walker:
         for stmt in body:
             method = getattr(self, "do_" + stmt.__class__.__name__, None)
             if method is not None:
+                self.stmt = stmt
                 method(stmt)
 
     def _branches(self, *bodies: list[ast.stmt], not_tensor: tuple[int, str] | None = None) -> None:
@@ -147,7 +150,7 @@ class Walker:
         if not listish and old.kind == GRAPH:
             new = old if new.kind < GRAPH else new
         if isinstance(target, ast.Name):
-            ev.env[target.id] = new
+            ev.env[target.id] = new.then(stmt.lineno, "", stmt) if new.kind >= ARG else new
             return
         root = target_root(target)
         if root is None or (isinstance(target, ast.Attribute) and target.attr == "data"):
@@ -233,6 +236,9 @@ class Walker:
     def assign(self, target: ast.AST, value_node: ast.AST, value: Value, stmt: ast.stmt) -> None:
         ev = self.ev
         if isinstance(target, ast.Name):
+            if value.kind >= LEAF:
+                value = value.then(stmt.lineno, "", stmt) if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else (
+                    value.then(stmt.lineno, f"{target.id} = ", value_node))
             ev.env[target.id] = value
             if isinstance(value_node, (ast.List, ast.Tuple, ast.Dict, ast.ListComp, ast.DictComp)):
                 ev.containers.add(target.id)
@@ -261,7 +267,7 @@ class Walker:
                 return  # t.data = v swaps t's storage: t keeps no history (a Parameter stays a leaf)
             self._emit("attr", target, value, target)
             if ev.is_self(target.value):
-                ev.self_attrs[target.attr] = value
+                ev.self_attrs[target.attr] = value.then(stmt.lineno, "", stmt) if value.kind >= LEAF else value
         elif isinstance(target, ast.Subscript):
             base = target.value
             if isinstance(base, ast.Name) and base.id != ev.self_name:
@@ -296,7 +302,7 @@ class Walker:
                 self.on_store(
                     Store(
                         "setattr", root[0], ev.eval(_root_node(obj)), root[1], short(obj), ev.eval(call.args[2]),
-                        call, ev.grad, name_node=call.args[1],
+                        call, ev.grad, name_node=call.args[1], stmt=self.stmt,
                     )
                 )
             return
@@ -310,7 +316,7 @@ class Walker:
                 self.on_store(
                     Store(
                         "register_buffer", root[0], ev.eval(_root_node(recv)), root[1], short(recv),
-                        ev.eval(call.args[1]), call, ev.grad, name_node=call.args[0],
+                        ev.eval(call.args[1]), call, ev.grad, name_node=call.args[0], stmt=self.stmt,
                     )
                 )
             return
@@ -357,7 +363,8 @@ class Walker:
         if root is None:
             return
         self.on_store(
-            Store(kind, root[0], self.ev.eval(_root_node(target)), root[1], short(target), value, where, self.ev.grad, method)
+            Store(kind, root[0], self.ev.eval(_root_node(target)), root[1], short(target), value, where, self.ev.grad, method,
+                  stmt=self.stmt)
         )
 
 

@@ -96,6 +96,7 @@ class ClassRunner:
         self.fed: set[str] = set()
         # A torchmetrics Metric's batch: what its forward was given (see _call_method).
         self._batch = NOTHING
+        self.stack: list[str] = []  # the methods being run, from the root (a witness's "reached")
 
     # -- public -------------------------------------------------------------------
     def run_forward(self, sink: StoreSink) -> set[str]:
@@ -193,7 +194,17 @@ class ClassRunner:
         ev.grad = function_grad_mode(func, self.imports) if grad else _explicit_enable(func, self.imports)
         sink = self._sink
         walker = Walker(ev, lambda store: sink(store, func))
-        return walker.run(func.body)
+        self.stack.append(func.name)
+        try:
+            return walker.run(func.body)
+        finally:
+            self.stack.pop()
+
+    def path(self) -> str:
+        """How the method being run is reached from its root: ``forward -> self._step()``."""
+        if not self.stack:
+            return ""
+        return " -> ".join([self.stack[0]] + [f"self.{n}()" for n in self.stack[1:]])
 
     def _call_super(self, name: str, pos: list[Value], kw: dict[str, Value], grad: bool) -> Value | None:
         """``super().name(...)``: the method of a base class of this file, run on this object."""
@@ -271,6 +282,11 @@ class ClassRunner:
             classes = sorted({w[0] for w in where})
             lines = ", ".join(f"{c}.{m}() line {n}" for c, m, n in sorted({w[:3] for w in where}))
             held = classes[0] if len(classes) == 1 else "; ".join(classes[:-1]) + " or " + classes[-1]
+            from . import witness
+
+            proof = witness.make(
+                where[0][3], node, None, reached=f"{self.path() or 'forward'} -> self.{attr}.{meth}() ({lines})", grad=grad,
+                kept=witness.KEPT_AFTER_RETURN, copied=witness.copied_text(target, helper=attr))
             self.helper_findings.append(Finding(
                 code, node.lineno, node.col_offset,
                 f"'{target}' keeps a tensor that is on the autograd graph (from {where[0][3].origin}): "
@@ -279,7 +295,7 @@ class ClassRunner:
                 f"give its class a __getstate__ that detaches it",
                 end_line=node.end_lineno, end_col=node.end_col_offset,
                 class_name=self.info.node.name, attribute=target,
-                data={"kind": "helper", "helper_class": where[0][4], "helper_line": where[0][2]},
+                data={"kind": "helper", "helper_class": where[0][4], "helper_line": where[0][2]}, witness=proof,
             ))
         result = join(*results) if results else None
         self._helper_memo[key] = result

@@ -28,14 +28,24 @@ class Value:
     """``items``: for a tuple of known length (``return out, acc``), the value of each element,
     so that ``loss, acc = self.step(x)`` binds each name to what it really holds."""
 
-    __slots__ = ("kind", "origin", "items", "cls")
+    __slots__ = ("kind", "origin", "items", "cls", "trail")
 
-    def __init__(self, kind: int, origin: str = "", items: "tuple[Value, ...] | None" = None, cls: str | None = None):
+    def __init__(self, kind: int, origin: str = "", items: "tuple[Value, ...] | None" = None, cls: str | None = None,
+                 trail: tuple = ()):
         self.kind = kind
         self.origin = origin
         self.items = items
         # the torch class of an object whose methods the table knows (a Distribution)
         self.cls = cls
+        # the witness's steps: (line, "name = ", expression node) of each binding the value went
+        # through from its source (rendered only for a finding: witness.steps)
+        self.trail = trail
+
+    def then(self, line: int, target: str, node: ast.AST) -> "Value":
+        """This value, bound at ``line`` to ``target`` from ``node`` (a step of its witness)."""
+        if len(self.trail) >= MAX_STEPS:
+            return self
+        return Value(self.kind, self.origin, self.items, self.cls, self.trail + ((line, target, node),))
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         return f"Value({KIND_NAMES[self.kind]}, {self.origin!r})"
@@ -55,6 +65,7 @@ class Value:
 
 
 NOTHING = Value(NONE)
+MAX_STEPS = 12  # a witness lists at most this many steps
 _NAME_MARK = "\x00name:"  # the origin of a string constant that is an identifier
 
 

@@ -486,6 +486,9 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     out.add_argument("-o", "--output-file", type=Path, default=None,
                      help="write the findings to this file instead of stdout")
     out.add_argument("--statistics", action="store_true", help="count findings per code")
+    out.add_argument("--show-witness", action="store_true",
+                     help="print each finding's witness under it: the grad source, each step to the store, how the "
+                          "code is reached, why the value is kept, what deepcopy copies (json and sarif always carry it)")
     out.add_argument("--exit-zero", action="store_true",
                      help="exit 0 even when there are findings (usage and internal errors still exit 2)")
     run = p.add_argument_group("running")
@@ -683,7 +686,7 @@ def cmd_check(args) -> int:
             sys.stderr.write("graphleaf: interrupted\n")
             return 130
     reports.sort(key=lambda r: r.path)
-    out = render(args.output_format, reports, rules, settings.unsafe_fixes)
+    out = render(args.output_format, reports, rules, settings.unsafe_fixes, show_witness=args.show_witness)
     if args.statistics:
         stats = statistics(reports, rules)
         if args.output_format in ("text", "concise"):

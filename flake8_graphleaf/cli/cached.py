@@ -13,7 +13,7 @@ def finding_to_json(f: Finding) -> dict:
     return {
         "code": f.code, "line": f.line, "col": f.col, "message": f.message,
         "end_line": f.end_line, "end_col": f.end_col,
-        "class_name": f.class_name, "attribute": f.attribute,
+        "class_name": f.class_name, "attribute": f.attribute, "witness": f.witness,
         "fix": None if f.fix is None else {
             "applicability": f.fix.applicability,
             "description": f.fix.description,
@@ -28,7 +28,7 @@ def finding_from_json(d: dict, rebuild=None) -> Finding:
     finding = Finding(
         code=d["code"], line=d["line"], col=d["col"], message=d["message"],
         end_line=d.get("end_line"), end_col=d.get("end_col"),
-        class_name=d.get("class_name"), attribute=d.get("attribute"),
+        class_name=d.get("class_name"), attribute=d.get("attribute"), witness=d.get("witness"),
     )
     if fix is not None:
         edits = fix["edits"]

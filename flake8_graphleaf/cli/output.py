@@ -20,6 +20,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from .. import __version__
+from ..analysis.witness import lines as witness_lines
 from ..analysis.findings import SAFE, Finding
 
 FORMATS = ("text", "concise", "json", "sarif", "github")
@@ -112,10 +113,12 @@ def fix_hint(f: Finding, unsafe_enabled: bool) -> str | None:
     return f"fix: {f.fix.description} (unsafe: `graphleaf fix --unsafe-fixes`)"
 
 
-def render_text(reports: list[FileReport], unsafe_enabled: bool, concise: bool) -> str:
+def render_text(reports: list[FileReport], unsafe_enabled: bool, concise: bool, show_witness: bool = False) -> str:
     out = []
     for report, f in all_findings(reports):
         out.append(flake8_line(report, f))
+        if show_witness and f.witness:
+            out += [f"    {line}" for line in witness_lines(f.witness)]
         if concise:
             continue
         if f.code != "GLF900" and 1 <= f.line <= len(report.lines):
@@ -165,6 +168,7 @@ def render_json(reports: list[FileReport]) -> str:
             "fix": fix,
             "url": rule_url(f.code),
             "noqa_row": f.line,
+            "witness": f.witness,
         })
     return json.dumps(items, indent=2, ensure_ascii=False) + "\n"
 
@@ -204,6 +208,17 @@ def render_sarif(reports: list[FileReport], rules: dict[str, str]) -> str:
         }
         if f.code in index:
             result["ruleIndex"] = index[f.code]
+        if f.witness:
+            # the chain from the grad source to the store, as a SARIF code flow, and whole
+            result["properties"] = {"witness": f.witness}
+            result["codeFlows"] = [{
+                "message": {"text": f.witness["source"]},
+                "threadFlows": [{"locations": [
+                    {"location": {"physicalLocation": {"artifactLocation": {"uri": uri}, "region": {"startLine": line}},
+                                  "message": {"text": code}}}
+                    for line, code in f.witness.get("steps", ())
+                ]}],
+            }]
         if f.fix is not None:
             result["fixes"] = [{
                 "description": {"text": f"{f.fix.description} ({f.fix.applicability} fix)"},
@@ -279,14 +294,15 @@ def render_github(reports: list[FileReport]) -> str:
     return "".join(line + "\n" for line in out)
 
 
-def render(fmt: str, reports: list[FileReport], rules: dict[str, str], unsafe_enabled: bool) -> str:
+def render(fmt: str, reports: list[FileReport], rules: dict[str, str], unsafe_enabled: bool,
+           show_witness: bool = False) -> str:
     if fmt == "json":
         return render_json(reports)
     if fmt == "sarif":
         return render_sarif(reports, rules)
     if fmt == "github":
         return render_github(reports)
-    return render_text(reports, unsafe_enabled, concise=fmt == "concise")
+    return render_text(reports, unsafe_enabled, concise=fmt == "concise", show_witness=show_witness)
 
 
 def statistics(reports: list[FileReport], rules: dict[str, str]) -> str:

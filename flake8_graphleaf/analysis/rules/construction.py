@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import re
 
+from .. import witness
 from ..findings import Finding
 from ..flow import Store, Walker, function_grad_mode
 from ..graph_tensors import GRAPH, MODULE, NOTHING, Evaluator, Value, looks_like_module_name, looks_like_parameter
@@ -86,7 +87,7 @@ def removes_parameter(scope) -> bool:
     return False
 
 
-def _sink(out: list[Finding], class_name: str | None, scope=None):
+def _sink(out: list[Finding], class_name: str | None, scope=None, runner_path=lambda: ""):
     def sink(store: Store, func) -> None:
         if store.value.kind != GRAPH:
             return
@@ -103,10 +104,13 @@ def _sink(out: list[Finding], class_name: str | None, scope=None):
             if (not literal or looks_like_parameter(named.value)) and not removes_parameter(scope):
                 return
         target = _target(store)
-        out.append(
-            finding("GLF005", store.node, _message(target, store.value), class_name=class_name, attribute=target,
+        f = finding("GLF005", store.node, _message(target, store.value), class_name=class_name, attribute=target,
                     data={"kind": store.kind, "method": getattr(func, "name", ""), "node": store.node})
-        )
+        f.witness = witness.make(
+            store.value, store.node, store.stmt, reached=(runner_path() or getattr(func, "name", "__init__")) + ", while the module is built",
+            grad=store.grad, kept="nothing later in the constructor replaces it",
+            copied=witness.copied_text(target, buffer=store.kind == "register_buffer") + ", even before training")
+        out.append(f)
 
     return sink
 
@@ -114,7 +118,7 @@ def _sink(out: list[Finding], class_name: str | None, scope=None):
 def check(runner: ClassRunner) -> list[Finding]:
     out: list[Finding] = []
     skip = getattr(runner, "forward_reached", set())
-    runner.run_construction(_sink(out, runner.info.node.name, runner.info.node), skip)
+    runner.run_construction(_sink(out, runner.info.node.name, runner.info.node, runner.path), skip)
     return drop_overwritten(out, runner)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import re
 
+from .. import witness
 from ..findings import Finding
 from ..flow import Walker, function_grad_mode
 from ..graph_tensors import ARG, GRAPH, MODULE, NOTHING, Evaluator, Value, looks_like_module_name, short
@@ -188,7 +189,7 @@ def _glf201(scope, parents, classes, imports, module_classes, targets) -> list[F
         if value.kind == GRAPH or (value.kind == ARG and grad and forward):
             seen.add(id(node))
             where = "is" if value.kind == GRAPH else "may be"
-            out.append(
+            out.append(_witnessed_copy(value, node, scope, grad,
                 finding(
                     "GLF201", node,
                     f"copy.deepcopy({short(node.args[0])}) copies a tensor that {where} on the autograd graph "
@@ -196,13 +197,21 @@ def _glf201(scope, parents, classes, imports, module_classes, targets) -> list[F
                     attribute=short(node.args[0]),
                     data={"value_kind": value.kind, "origin": value.origin},
                 )
-            )
+            ))
 
     ev.on_call = on_call
     Walker(ev, lambda store: None).run(body)
     # deepcopy of an argument nothing here shows to be an activation (a list of conditioning
     # attributes, a batch): the opt-in code, as for stores
     return [argument_only(f) if f.data["value_kind"] == ARG and f.data["origin"] not in ev.fed else f for f in out]
+
+
+def _witnessed_copy(value, node: ast.Call, scope, grad: bool, f: Finding) -> Finding:
+    where = getattr(scope, "name", None)
+    f.witness = witness.make(
+        value, node, None, reached=f"{where}()" if where else "module-level code", grad=grad,
+        kept="it is the value copied", copied=f"copy.deepcopy is called on it: tensors with a grad_fn refuse to be copied")
+    return f
 
 
 def _broken_classes(classes: dict[str, ClassInfo], findings: list[Finding]) -> dict[str, tuple[str, Finding]]:
@@ -238,7 +247,7 @@ def _glf202(node: ast.Call, kind: str, scope, parents, classes, broken) -> list[
         return []  # a class with its own __deepcopy__ decides what a copy gets
     how, cause = broken[cls]
     what = cause.attribute or cause.code
-    return [
+    return [_witnessed_site(node, kind, how, cause,
         finding(
             "GLF202", node,
             f"{kind}({short(arg)}) will raise: {how} keeps a non-leaf tensor "
@@ -246,7 +255,17 @@ def _glf202(node: ast.Call, kind: str, scope, parents, classes, broken) -> list[
             class_name=cls,
             data={"cause_line": cause.line, "cause_code": cause.code},
         )
-    ]
+    )]
+
+
+def _witnessed_site(node: ast.Call, kind: str, how: str, cause: Finding, f: Finding) -> Finding:
+    base = dict(cause.witness) if cause.witness else witness.simple(
+        cause.message, "computation", node, "", "", "")
+    site = witness.simple("", "", node, "", "", "")["steps"][0]
+    f.witness = {**base, "steps": list(base.get("steps", [])) + [site],
+                 "copied": f"{kind}({short(node.args[0])}) copies {how}: {cause.code} at line {cause.line}, "
+                           f"{base.get('copied', '')}".rstrip(", ")}
+    return f
 
 
 def _class_of_value(arg, at: ast.AST, scope, parents, classes) -> str | None:

@@ -12,6 +12,7 @@ from ..graph_tensors import ARG, GRAPH, LEAF, MODULE
 from ..summaries import is_layer, made_only_without_grad
 from ..helper_objects import file_classes
 from ..scopes import SUBMODULE_CALL, ClassRunner, self_name
+from .. import witness
 from . import ARGUMENT_ONLY, argument_only, drop_overwritten, finding, origin_text
 
 
@@ -121,6 +122,9 @@ def check(runner: ClassRunner) -> list[Finding]:
             attached.add(store.value.origin)
         f = classify(store, func, facts, runner.info.node.name)
         if f is not None:
+            f.witness = witness.make(
+                store.value, store.node, store.stmt, reached=runner.path(), grad=store.grad,
+                kept=witness.KEPT_AFTER_RETURN, copied=_copied(f, store, facts, on_self))
             if not on_self and _FRESH.match(store.root_value.origin) and store.root_value.origin not in attached:
                 f.data["fresh_root"] = store.root_value.origin
             out.append(f)
@@ -137,6 +141,18 @@ def check(runner: ClassRunner) -> list[Finding]:
         if f.data.get("value_kind") == ARG:
             f.data["fed"] = f.data.get("origin") in runner.fed
     return kept
+
+
+def _copied(f: Finding, store: Store, facts, on_self: bool) -> str:
+    target = f.attribute or store.text
+    if f.code == "GLF004":
+        return witness.copied_text(target, buffer=True)
+    if not on_self:
+        return (f"copy.deepcopy(model) copies {store.root} (a module {facts.name or 'the class'} keeps) "
+                f"and with it {target}")
+    if store.kind == "setattr" and "<" in target:
+        return "copy.deepcopy(model) copies every attribute of the module, whatever name this one gets"
+    return witness.copied_text(target, container=store.kind == "container")
 
 
 # The origin of a module object constructed here: ``Hypotheses(...)``, ``nn.Linear(...)``.
@@ -158,12 +174,26 @@ def settle_arguments(findings: list[Finding], runners: dict, calls: dict) -> lis
         if f.data.get("value_kind") == ARG and not f.data.get("fed") and f.class_name in runners:
             runner = runners[f.class_name]
             origin = f.data.get("origin", "")
-            if not _graph_at_call_sites(runner, origin, calls.get(f.class_name, ())) and not (
-                is_layer(runner.imports, f.class_name)
-            ) and not _graph_at_call_sites(runner, origin, _project_call_sites(runner)):
+            if _graph_at_call_sites(runner, origin, calls.get(f.class_name, ())):
+                _evidence(f, f"{origin}, given a graph tensor where a module of this file calls {f.class_name}")
+            elif is_layer(runner.imports, f.class_name):
+                _evidence(f, f"{origin}: {f.class_name} is chained after other layers (nn.Sequential, a ModuleList, "
+                             "add_module), so it gets the previous layer's output")
+            elif _graph_at_call_sites(runner, origin, _project_call_sites(runner)):
+                _evidence(f, f"{origin}, given a graph tensor where a module in another file calls {f.class_name}")
+            else:
+                _evidence(f, f"{origin}, which nothing shows to be an activation (a guess: opt-in GLF010)")
                 f = argument_only(f)
+        elif f.data.get("value_kind") == ARG and f.data.get("fed"):
+            _evidence(f, f"{f.data.get('origin', '')}, which {f.class_name} feeds into a learnable computation (a layer "
+                         "or a parameter): an activation, on the graph whenever its caller's is")
         out.append(f)
     return out
+
+
+def _evidence(f: Finding, source: str) -> None:
+    if f.witness is not None and f.witness.get("source_kind") == "argument":
+        f.witness["source"] = source
 
 
 def _project_call_sites(runner: ClassRunner) -> list:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 
+from .. import witness
 from ..findings import Finding
 from ..flow import Store, Walker, function_grad_mode
 from ..graph_tensors import ARG, GRAPH, MODULE, Evaluator, Value
@@ -291,7 +292,8 @@ def _check_hook(hook: _Hook, kind: str, with_kwargs: bool, imports, module_class
         how = "the hook's own object (deepcopy copies a bound method's __self__)" if on_self and hook.bound else (
             "the module that owns the closure" if on_self else "the hooked module")
         where = "is" if store.value.kind == GRAPH else "may be"
-        out.append(
+        holder = hook.owner.node.name if hook.owner is not None else "the hooked module"
+        out.append(_witnessed(store, kind, name, call, how, target, holder,
             finding(
                 "GLF003", store.node,
                 f"{kind} hook '{name}' stores a tensor that {where} on the autograd graph ({origin_text(store.value)}) "
@@ -300,8 +302,19 @@ def _check_hook(hook: _Hook, kind: str, with_kwargs: bool, imports, module_class
                 attribute=target,
                 data={"kind": store.kind, "registered_at": call.lineno, "on_self": on_self, "bound": hook.bound},
             )
-        )
+        ))
 
     body = func.body if isinstance(func.body, list) else [ast.Expr(value=func.body, lineno=func.body.lineno, col_offset=func.body.col_offset)]
     Walker(ev, sink).run(body)
     return out
+
+
+def _witnessed(store: Store, kind: str, name: str, call: ast.Call, how: str, target: str, holder: str, f: Finding) -> Finding:
+    root, _, rest = target.partition(".")
+    attr = rest.split(".", 1)[0].split("[", 1)[0] or target
+    f.witness = witness.make(
+        store.value, store.node, store.stmt,
+        reached=f"{kind} hook '{name}', registered at line {call.lineno}: the hooked module runs it on every call",
+        grad=store.grad, kept="the hook does not clear it, and nothing shows it removed before a copy",
+        copied=f"copy.deepcopy(model) copies {how}, and with it {root}.__dict__['{attr}']")
+    return f

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 
+from .. import witness
 from ..findings import Finding
 from ..imports import ImportMap
 from ..modules import ClassInfo
@@ -105,7 +106,13 @@ def check(tree: ast.AST, imports: ImportMap, classes: dict[str, ClassInfo]) -> l
             )
         else:
             message = f"legacy torch.nn.utils.{name} {_WHEN[code]}: use {new}"
-        out.append(finding(code, node, message, class_name=cls, attribute=name, data={"new": new, "qual": imports.qualname(node)}))
+        f = finding(code, node, message, class_name=cls, attribute=name, data={"new": new, "qual": imports.qualname(node)})
+        f.witness = witness.simple(
+            f"torch.nn.utils.{name}: the legacy API registers a forward pre-hook that recomputes 'weight' from "
+            "its parameters (weight_g / weight_v, weight_orig): a non-leaf tensor kept on the module",
+            "legacy-norm", node, reached=f"the call itself, in {cls or 'module-level code'}", kept="until the module is removed "
+            "from the legacy norm", copied="copy.deepcopy(model) copies the module's __dict__['weight']")
+        out.append(f)
     return out
 
 

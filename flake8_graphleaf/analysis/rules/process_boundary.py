@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 
+from .. import witness
 from ..findings import Finding
 from ..flow import Walker, function_grad_mode
 from ..graph_tensors import GRAPH, LEAF, MODULE, NONE, NOTHING, Evaluator, Value, join, looks_like_module_name, short
@@ -205,7 +206,11 @@ def check(tree: ast.Module, imports: ImportMap, module_classes: set[str], source
     def report(node, message):
         if id(node) not in seen:
             seen.add(id(node))
-            out.append(finding("GLF301", node, message))
+            f = finding("GLF301", node, message)
+            f.witness = witness.simple(message.split(":", 1)[0], "computation", node,
+                                       reached="this call", kept="it is what the call sends",
+                                       copied="the other process gets a pickled copy, made by the same protocol as deepcopy")
+            out.append(f)
 
     top = [s for s in tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
     scopes: list[tuple[list[ast.stmt], ast.AST | None]] = [(top, None)] + [(f.body, f) for f in functions]

@@ -15,6 +15,7 @@ import ast
 from ..findings import Finding
 from ..imports import ImportMap
 from ..stmtwalk import own_nodes, scopes_with_classes
+from .. import witness
 from . import finding
 
 RULES = {"GLF103": "torch.nn.utils.prune leaves a non-leaf weight until prune.remove"}
@@ -70,7 +71,7 @@ def check(tree: ast.Module, imports: ImportMap) -> list[Finding]:
                 continue
             param = _param_name(node)
             what = f"{target}.{param}" if target and param else "the pruned weights"
-            out.append(
+            out.append(_pruned(node, what, cls,
                 finding(
                     "GLF103", node,
                     f"torch.nn.utils.prune.{name} makes {what} a non-leaf tensor (orig * mask) until "
@@ -79,8 +80,17 @@ def check(tree: ast.Module, imports: ImportMap) -> list[Finding]:
                     attribute=what,
                     class_name=cls.name if cls is not None else None,
                 )
-            )
+            ))
     return out
+
+
+def _pruned(node: ast.Call, what: str, cls, f):
+    f.witness = witness.simple(
+        f"{ast.unparse(node.func)}: pruning replaces the parameter with {what}_orig * {what}_mask, recomputed by a "
+        "forward pre-hook: a non-leaf tensor", "legacy-norm", node,
+        reached=f"the call itself, in {cls.name if cls is not None else 'module-level code'}",
+        kept="no prune.remove() of it follows", copied=f"copy.deepcopy(model) copies {what}")
+    return f
 
 
 def _param_name(call: ast.Call) -> str | None:

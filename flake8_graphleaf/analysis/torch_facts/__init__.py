@@ -15,8 +15,8 @@ An :class:`Op` says what one call gives:
   ``each`` for a list of any length);
 - one entry per kind of argument list where they differ (``torch.max(x, 1)`` gives values and
   indices, ``torch.max(x, y)`` one tensor): :func:`signature` of the call picks it;
-- ``sources``: the positions (``"self"`` for a method's receiver, ints for positional arguments)
-  whose history the result carries;
+- ``sources``: the positions (``"self"`` for a method's receiver, ints for positional arguments,
+  ``"*"`` for all of them) whose history the result carries;
 - ``makes_leaf``: ``"always"`` (``x.requires_grad_()``) or ``"keyword"`` (with
   ``requires_grad=True``).
 """
@@ -67,17 +67,22 @@ def torch_version() -> str:
 
 
 def _pick(entry: dict | None, sig: str) -> Op | None:
+    """The entry probed with these kinds of arguments.  For an argument list the probe did not
+    run, only what every probed list agrees on holds: no history at all, or else history from
+    every argument (which positions carry it is not known)."""
     if not entry:
         return None
     by_sig = entry.get("sig")
     if by_sig is None:
         return Op(entry)
     if sig in by_sig:
-        return Op(by_sig[sig])
-    # the same number of arguments, else the nearest number probed (keywords the probe did not pass)
-    n = int(sig.split(":", 1)[0])
-    nearest = min(by_sig, key=lambda k: (abs(int(k.split(":", 1)[0]) - n), k))
-    return Op(by_sig[nearest])
+        op = Op(by_sig[sig])
+    else:
+        ops = [Op(e) for e in by_sig.values()]
+        op = ops[0] if all(o.no_history for o in ops) else Op({"r": "carries", "from": ["*"]})
+    if op.makes_leaf is None and any(e.get("makes_leaf") == "keyword" for e in by_sig.values()):
+        op.makes_leaf = "keyword"  # torch.tensor(3) is an int, torch.tensor([0.0], requires_grad=True) a leaf
+    return op
 
 
 @functools.lru_cache(maxsize=8192)
