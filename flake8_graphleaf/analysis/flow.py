@@ -76,6 +76,16 @@ def function_grad_mode(func: ast.FunctionDef, imports) -> bool:
     return grad
 
 
+def through_untracked(node: ast.AST) -> bool:
+    """Is this target reached through an alias autograd does not track (``.data``: a tensor
+    without history sharing the storage)?  What is written there keeps no history."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        if isinstance(node, ast.Attribute) and torch_facts.tensor_attribute(node.attr) == "fresh":
+            return True
+        node = node.value
+    return False
+
+
 def target_root(node: ast.AST) -> tuple[str, str | None] | None:
     """For ``a.b.c`` / ``a.b[k]`` return (root name, first attribute)."""
     first = None
@@ -153,7 +163,7 @@ class Walker:
             ev.env[target.id] = new.then(stmt.lineno, "", stmt) if new.kind >= ARG else new
             return
         root = target_root(target)
-        if root is None or (isinstance(target, ast.Attribute) and target.attr == "data"):
+        if root is None or through_untracked(target):
             return  # p.data += v: in place on the storage, no history
         if isinstance(target, ast.Subscript) or listish:
             self._emit("container", target if listish else target.value, added, target, method="+=" if listish else "__setitem__")
@@ -270,6 +280,8 @@ class Walker:
                 ev.self_attrs[target.attr] = value.then(stmt.lineno, "", stmt) if value.kind >= LEAF else value
         elif isinstance(target, ast.Subscript):
             base = target.value
+            if through_untracked(base):
+                return  # self.embed.data[ind] = v: written where autograd does not look
             if isinstance(base, ast.Name) and base.id != ev.self_name:
                 old = ev.env.get(base.id, NOTHING)
                 ev.env[base.id] = join(old, value)
@@ -349,8 +361,8 @@ class Walker:
             ):
                 values += [ev.eval(a) for a in node.args] + [ev.eval(k.value) for k in node.keywords]
                 node = node.func.value
-            if isinstance(node, ast.Attribute) and node.attr == "data":
-                return
+            if through_untracked(node):
+                return  # p.data.copy_(v), self.embed.data[i].zero_(): autograd does not see it
             if isinstance(node, ast.Name):
                 old = ev.env.get(node.id)
                 if old is not None:
