@@ -179,6 +179,10 @@ class Walker:
 
     def do_If(self, stmt: ast.If) -> None:
         self.ev.eval(stmt.test)
+        decided = self.ev.decided(stmt.test)
+        if decided is not None:  # if self.store_attn: ... with the flag fixed to False
+            self.block(stmt.body if decided else stmt.orelse)
+            return
         if self.ev.infeasible_parameter_test(stmt.test):
             self.block(stmt.orelse)  # isinstance(w, nn.Parameter) with w no parameter: the body never runs
             return

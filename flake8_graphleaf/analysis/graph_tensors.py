@@ -19,6 +19,7 @@ from typing import Callable
 from .calls import CallSemantics
 from .imports import ImportMap
 from . import torch_facts
+from .flags import test_value
 from .torch_names import is_size_name, argument_value, looks_like_module_name, looks_like_parameter
 from .values import ARG, GRAPH, LEAF, MODULE, NONE, NOTHING, Value, join, join_tuples, name_constant, short
 
@@ -62,6 +63,8 @@ class ClassFacts:
         # another file (helper_objects.settle_given settles them)
         self.wraps: dict[str, set[str]] = {}
         self.given_settled = False
+        # attr -> the literal it holds whenever training runs forward (flags.settled), once settled
+        self.flags: dict[str, object] | None = None
 
 
 # A call back for ``self.method(...)``: given the method name, the argument values and
@@ -220,8 +223,16 @@ class Evaluator(CallSemantics):
     def eval_Await(self, node: ast.Await) -> Value:
         return self.eval(node.value)
 
+    def decided(self, test: ast.AST) -> bool | None:
+        """True / False where the test reads only attributes the class fixes (flags.settled)."""
+        flags = self.facts.flags if self.facts is not None else None
+        return test_value(test, self.self_name, flags) if flags else None
+
     def eval_IfExp(self, node: ast.IfExp) -> Value:
         self.eval(node.test)
+        decided = self.decided(node.test)
+        if decided is not None:
+            return self.eval(node.body if decided else node.orelse)
         if self.infeasible_parameter_test(node.test):
             return self.eval(node.orelse)
         name, is_tensor = self.tensor_test(node.test)

@@ -75,6 +75,11 @@ class ClassRunner:
         from .helper_objects import settle_given
 
         settle_given(imports, info)
+        if info.facts.flags is None:
+            from .flags import settled
+
+            info.facts.flags = {}  # while settling (a base's run asks again)
+            info.facts.flags = settled(info, imports, set(forward_roots(info)))
         self.info = info
         self.depth = depth  # how many helper objects deep (helper_objects)
         # Graph tensors kept on helper objects by calls this class's forward makes.

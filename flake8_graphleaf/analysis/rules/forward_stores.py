@@ -79,6 +79,27 @@ class Norm(nn.Module):
         ["GLF004"],
     ),
     (
+        # a flag the class fixes: False from __init__, True only inside a method that resets it
+        """
+import torch.nn as nn
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.keep = False
+    def forward(self, x):
+        out = self.lin(x)
+        if self.keep:
+            self.last = out
+        return out
+    def probe(self, x):
+        self.keep = True
+        self(x)
+        self.keep = False
+""",
+        [],
+    ),
+    (
         # x reaches no parameter and no submodule: it may well be the model's input data
         # (GLF010 is opt-in: --extend-select GLF010)
         """
