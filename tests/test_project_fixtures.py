@@ -80,6 +80,7 @@ def shop():
         import shop.parallel
         import shop.rgcn
         import shop.queue_loss
+        import shop.forecaster
         yield torch, shop
     finally:
         sys.path.remove(str(PROJECT))
@@ -264,6 +265,18 @@ def test_a_submodule_result_element_carries_only_what_its_arguments_bring(shop):
     assert has_grad_fn(trainer.last_loss) and raises_on_deepcopy(trainer)
     trainer.last_loss = None
     assert not raises_on_deepcopy(trainer)
+
+
+def test_a_switch_every_constructor_turns_off_keeps_nothing(shop):
+    """attention.py's store_attn: Forecaster (another file) builds the layers with False through
+    AttentionEncoder, so nothing is kept; Inspector builds KeepingLayer with True, so it is."""
+    torch, pkg = shop
+    model = pkg.forecaster.Forecaster(3)
+    model(torch.randn(2, 3)).sum().backward()
+    assert not hasattr(model.encoder.layer, "attn") and not raises_on_deepcopy(model)
+    inspector = pkg.forecaster.Inspector(3)
+    inspector(torch.randn(2, 3)).sum().backward()
+    assert has_grad_fn(inspector.layer.attn) and raises_on_deepcopy(inspector)
 
 
 def test_the_index_never_reads_a_virtual_environment(tmp_path):

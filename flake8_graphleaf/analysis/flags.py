@@ -13,6 +13,13 @@ An attribute is *settled* to a constant when
   method whose last assignment of it (at the method's top level) restores that literal, a method
   that is not itself a forward root.
 
+An attribute ``__init__`` sets from one of its parameters (``self.store_attn = store_attn``) is
+settled when every construction of the class the project shows passes the same literal there
+(or leaves the literal default), following parameters through the constructors that pass them on
+(``TSTEncoder(store_attn=store_attn)`` inside ``TSTiEncoder.__init__``) and locals bound once to a
+literal (``store_attn = False``).  No construction site seen, or one that passes anything else:
+not settled.
+
 What code outside the class assigns to it is not seen (``model.flag = True``).
 """
 
@@ -67,9 +74,147 @@ def _methods(info, imports) -> list:
     return methods
 
 
+def _tested(methods) -> set[str]:
+    """The attributes that some ``if`` / conditional expression of the class tests."""
+    out = set()
+    for m in methods:
+        me = _self_name(m)
+        for node in ast.walk(m):
+            if isinstance(node, (ast.If, ast.IfExp)):
+                for n in ast.walk(node.test):
+                    if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == me:
+                        out.add(n.attr)
+    return out
+
+
+def _param(init, name: str):
+    """(position after self, default literal or _UNKNOWN) of an ``__init__`` parameter, or None."""
+    args = init.args
+    positional = (args.posonlyargs + args.args)[1:]
+    defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+    for i, (a, d) in enumerate(zip(positional, defaults)):
+        if a.arg == name:
+            return i, _literal(d) if d is not None else _UNKNOWN
+    for a, d in zip(args.kwonlyargs, args.kw_defaults):
+        if a.arg == name:
+            return None, _literal(d) if d is not None else _UNKNOWN
+    return None
+
+
+def _local_literal(func, name: str):
+    """The literal a local is bound to, when the function binds it exactly once, to a literal."""
+    bound = [n for n in ast.walk(func) if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With,
+                                                           ast.NamedExpr))
+             and any(isinstance(t, ast.Name) and t.id == name for t in _bound_names(n))]
+    if len(bound) == 1 and isinstance(bound[0], ast.Assign) and len(bound[0].targets) == 1:
+        return _literal(bound[0].value)
+    return _UNKNOWN
+
+
+def _bound_names(node):
+    targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)] if not isinstance(
+        node, ast.With) else [i.optional_vars for i in node.items]
+    out = []
+    for t in targets:
+        if t is not None:
+            out += [n for n in ast.walk(t) if isinstance(n, ast.Name)]
+    return out
+
+
+def constructed_with(project, module: str, cls: str, name: str, depth: int = 0):
+    """The literals every construction of ``module.cls`` seen in the project passes for its
+    ``__init__`` parameter ``name`` (a set), or None when one of them is not a literal, or none
+    is seen."""
+    qual = f"{module}.{cls}"
+    key = ("constructed_with", qual, name)
+    memo = getattr(project, "memo", None)
+    if memo is not None and key in memo:
+        return memo[key]
+    if memo is not None:
+        memo[key] = None  # a cycle of constructors: unknown
+    result = _constructed_with(project, module, cls, name, depth)
+    if memo is not None:
+        memo[key] = result
+    return result
+
+
+def _constructed_with(project, module: str, cls: str, name: str, depth: int):
+    if project is None or depth > 4:
+        return None
+    here = project.parsed(module)
+    node = here.defs.get(cls) if here is not None else None
+    init = next((m for m in getattr(node, "body", ()) if isinstance(m, ast.FunctionDef) and m.name == "__init__"), None)
+    found = _param(init, name) if init is not None else None
+    if found is None:
+        return None
+    position, default = found
+    index = getattr(project, "index", None)
+    modules = index.modules_making(f"{module}.{cls}", limit=21) if index is not None else [module]
+    if module not in modules:
+        modules = [module, *modules]
+    if len(modules) > 20:
+        return None
+    values, sites = set(), 0
+    for other in modules:
+        parsed = project.parsed(other)
+        if parsed is None:
+            continue
+        for owner, func in _functions(parsed.tree):
+            for call in ast.walk(func):
+                if not (isinstance(call, ast.Call) and _names_class(call.func, parsed, module, cls)):
+                    continue
+                sites += 1
+                given = next((k.value for k in call.keywords if k.arg == name), None)
+                if given is None and position is not None and position < len(call.args):
+                    given = call.args[position]
+                    if any(isinstance(a, ast.Starred) for a in call.args[: position + 1]):
+                        return None
+                if given is None:
+                    if any(k.arg is None for k in call.keywords) or default is _UNKNOWN:
+                        return None  # **kwargs, or no default
+                    values.add(default)
+                    continue
+                value = _literal(given)
+                if value is _UNKNOWN and isinstance(given, ast.Name):
+                    value = _local_literal(func, given.id)
+                    if value is _UNKNOWN and owner is not None and func.name == "__init__" and _param(func, given.id):
+                        passed = constructed_with(project, other, owner.name, given.id, depth + 1)
+                        if passed is None or len(passed) != 1:
+                            return None
+                        value = next(iter(passed))
+                if value is _UNKNOWN:
+                    return None
+                values.add(value)
+    return values if sites else None
+
+
+def _functions(tree):
+    """(class or None, function) for every function of a module, and the module's own body."""
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            for m in node.body:
+                if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    yield node, m
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield None, node
+    yield None, ast.Module(body=[s for s in tree.body if not isinstance(s, (ast.ClassDef, ast.FunctionDef,
+                                                                                  ast.AsyncFunctionDef))],
+                           type_ignores=[])
+
+
+def _names_class(func: ast.AST, parsed, module: str, cls: str) -> bool:
+    if isinstance(func, ast.Name) and parsed.name == module and func.id == cls:
+        return True
+    qualname = getattr(parsed.imports, "qualname", None)
+    return qualname is not None and qualname(func) == f"{module}.{cls}"
+
+
 def settled(info, imports, roots: set[str]) -> dict[str, object]:
     """attribute -> the literal it holds whenever a forward root runs (see the module's doc)."""
     methods = _methods(info, imports)
+    tested = _tested(methods)
+    if not tested:
+        return {}
     init_values: dict[str, object] = {}
     per_method: list[tuple[str, list]] = []
     for m in methods:
@@ -79,8 +224,8 @@ def settled(info, imports, roots: set[str]) -> dict[str, object]:
         per_method.append((m.name, found))
         if m.name == "__init__":
             for attr, value, top, _line in found:
-                if top and attr not in init_values:
-                    init_values[attr] = value
+                if top and attr not in init_values and attr in tested:
+                    init_values[attr] = value if value is not _UNKNOWN else _from_parameter(info, imports, m, attr)
     out = {}
     for attr, value in init_values.items():
         if value is _UNKNOWN:
@@ -88,7 +233,10 @@ def settled(info, imports, roots: set[str]) -> dict[str, object]:
         ok = True
         for name, found in per_method:
             mine = [(v, top) for a, v, top, _l in found if a == attr]
-            if not mine or name == "__init__" and all(v == value and v is not _UNKNOWN for v, _ in mine):
+            if name == "__init__":
+                first = next((i for i, (_v, top) in enumerate(mine) if top), None)
+                mine = [m for i, m in enumerate(mine) if i != first]  # the assignment that gave the value
+            if not mine:
                 continue
             if all(v is not _UNKNOWN and v == value for v, _ in mine):
                 continue
@@ -99,6 +247,22 @@ def settled(info, imports, roots: set[str]) -> dict[str, object]:
         if ok:
             out[attr] = value
     return out
+
+
+def _from_parameter(info, imports, init, attr: str):
+    """``self.attr = param`` in ``__init__``: the one literal every construction passes, else _UNKNOWN."""
+    me = _self_name(init)
+    for stmt in init.body:
+        if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Attribute)
+                and stmt.targets[0].attr == attr and isinstance(stmt.targets[0].value, ast.Name)
+                and stmt.targets[0].value.id == me and isinstance(stmt.value, ast.Name)):
+            module = getattr(imports, "module", None)
+            project = getattr(imports, "project", None)
+            if module is None or project is None or init not in info.node.body:
+                return _UNKNOWN
+            passed = constructed_with(project, module, info.node.name, stmt.value.id)
+            return next(iter(passed)) if passed is not None and len(passed) == 1 else _UNKNOWN
+    return _UNKNOWN
 
 
 def test_value(test: ast.AST, self_name: str | None, flags: dict[str, object]):
