@@ -61,19 +61,6 @@ def _assignments(func) -> list[tuple[str, object, bool]]:
     return sorted(out, key=lambda a: a[3])
 
 
-def _methods(info, imports) -> list:
-    """The class's methods, its local bases' (already merged in facts.methods), and those of
-    its bases in other files."""
-    from .helper_objects import program_class
-
-    methods = list(info.facts.methods.values())
-    for qual in info.facts.bases:
-        found = program_class(imports, qual)
-        if found is not None:
-            methods += [m for m in found[1].facts.methods.values() if m not in methods]
-    return methods
-
-
 def _tested(methods) -> set[str]:
     """The attributes that some ``if`` / conditional expression of the class tests."""
     out = set()
@@ -209,9 +196,9 @@ def _names_class(func: ast.AST, parsed, module: str, cls: str) -> bool:
     return qualname is not None and qualname(func) == f"{module}.{cls}"
 
 
-def settled(info, imports, roots: set[str]) -> dict[str, object]:
-    """attribute -> the literal it holds whenever a forward root runs (see the module's doc)."""
-    methods = _methods(info, imports)
+def settled(info, imports, roots: set[str], methods: list) -> dict[str, object]:
+    """attribute -> the literal it holds whenever a forward root runs (see the module's doc);
+    ``methods``: the class's, its local bases' and those of its bases in other files."""
     tested = _tested(methods)
     if not tested:
         return {}

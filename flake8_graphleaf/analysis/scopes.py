@@ -77,9 +77,15 @@ class ClassRunner:
         settle_given(imports, info)
         if info.facts.flags is None:
             from .flags import settled
+            from .helper_objects import program_class
 
             info.facts.flags = {}  # while settling (a base's run asks again)
-            info.facts.flags = settled(info, imports, set(forward_roots(info)))
+            methods = list(info.facts.methods.values())
+            for qual in info.facts.bases:  # and those of its bases in other files
+                found = program_class(imports, qual)
+                if found is not None:
+                    methods += [m for m in found[1].facts.methods.values() if m not in methods]
+            info.facts.flags = settled(info, imports, set(forward_roots(info)), methods)
         self.info = info
         self.depth = depth  # how many helper objects deep (helper_objects)
         # Graph tensors kept on helper objects by calls this class's forward makes.
