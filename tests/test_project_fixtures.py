@@ -81,6 +81,7 @@ def shop():
         import shop.rgcn
         import shop.queue_loss
         import shop.forecaster
+        import shop.snapshots
         yield torch, shop
     finally:
         sys.path.remove(str(PROJECT))
@@ -277,6 +278,19 @@ def test_a_switch_every_constructor_turns_off_keeps_nothing(shop):
     inspector = pkg.forecaster.Inspector(3)
     inspector(torch.randn(2, 3)).sum().backward()
     assert has_grad_fn(inspector.layer.attn) and raises_on_deepcopy(inspector)
+
+
+def test_a_copy_of_a_class_of_another_file_is_reported_at_the_copy(shop):
+    """snapshots.py copies a Trainer (queue_loss.py keeps its loss): GLF202 at the copy names
+    queue_loss.py's line; the copy of the attention encoder is clean."""
+    torch, pkg = shop
+    with pytest.raises(RuntimeError, match="graph leaves"):
+        pkg.snapshots.snapshot_trainer(3)
+    pkg.snapshots.snapshot_encoder(3)
+    r = subprocess.run([sys.executable, "-m", "flake8_graphleaf", "check", "--isolated", "--output-format", "concise",
+                        "--select", "GLF202", str(PROJECT)], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    (line,) = [x for x in r.stdout.splitlines() if "GLF202" in x]
+    assert "snapshots.py:16:" in line and "GLF001 at " in line and "queue_loss.py:32" in line, line
 
 
 def test_the_index_never_reads_a_virtual_environment(tmp_path):

@@ -62,6 +62,17 @@ def analyze_tree(tree: ast.AST, source: str | None = None, options: Options | No
     return analyze_file(tree, source, options).findings
 
 
+def findings_of(parsed: ParsedModule, project: ProjectView | None) -> FileAnalysis:
+    """The analysis of another file of the program (a class a copy site here copies is defined
+    there), once per file and process."""
+    memo = parsed.memo
+    if "file_analysis" not in memo:
+        memo["file_analysis"] = FileAnalysis(parsed.tree, None, [])  # while it runs (a cycle of copies)
+        options = Options(module=parsed.name, is_package=parsed.path.endswith("__init__.py"), project=project)
+        memo["file_analysis"] = analyze_file(parsed.tree, None, options)
+    return memo["file_analysis"]
+
+
 def analyze_file(tree: ast.AST, source: str | None = None, options: Options | None = None) -> FileAnalysis:
     if source is not None and not any(w in source for w in GATE_WORDS):
         return FileAnalysis(tree, source, [])
@@ -70,6 +81,7 @@ def analyze_file(tree: ast.AST, source: str | None = None, options: Options | No
     imports.current = ParsedModule.of(options.module or "__main__", "<current>", tree, imports)
     imports.effect_of = function_effect
     imports.forward_items_of = forward_items
+    imports.findings_of = findings_of
     classes = collect_classes(tree, imports, options.module_bases)
     findings: list[Finding] = []
     module_classes = {n for n, c in classes.items() if c.facts.is_module}

@@ -1,6 +1,7 @@
 """GLF201: ``copy.deepcopy`` of a graph tensor (or of a plain container holding one).
 GLF202: ``copy.deepcopy(m)`` / ``AveragedModel(m)`` / timm ``ModelEma*(m)`` where the
-class of ``m`` is defined in this file and has a finding that makes the copy fail."""
+class of ``m`` (defined in this file, or in another file of the program) has a finding that
+makes the copy fail; the message names the file and line of that finding."""
 
 from __future__ import annotations
 
@@ -138,8 +139,8 @@ def check(
     for node, kind in targets.values():
         scope = _scope(node, parents)
         copying.setdefault(id(scope), scope)
-        if broken:
-            out += _glf202(node, kind, scope, parents, classes, broken)
+        if broken or getattr(imports, "project", None) is not None:
+            out += _glf202(node, kind, scope, parents, classes, broken, imports)
     # GLF201 needs what each argument holds: walk the functions that copy something.
     for scope in copying.values():
         out += _glf201(scope, parents, classes, imports, module_classes, targets)
@@ -240,31 +241,96 @@ def _broken_classes(classes: dict[str, ClassInfo], findings: list[Finding]) -> d
     return broken
 
 
-def _glf202(node: ast.Call, kind: str, scope, parents, classes, broken) -> list[Finding]:
+def _glf202(node: ast.Call, kind: str, scope, parents, classes, broken, imports) -> list[Finding]:
     arg = node.args[0]
     cls = _class_of_value(arg, node, scope, parents, classes)
-    if cls is None or cls not in broken or "__deepcopy__" in classes[cls].facts.methods:
+    where = ""
+    if cls is None:
+        remote = _remote_broken(imports, _remote_class(arg, node, scope, parents, imports))
+        if remote is None:
+            return []
+        cls, (how, cause), where = remote
+    elif cls not in broken or "__deepcopy__" in classes[cls].facts.methods:
         return []  # a class with its own __deepcopy__ decides what a copy gets
-    how, cause = broken[cls]
+    else:
+        how, cause = broken[cls]
     what = cause.attribute or cause.code
-    return [_witnessed_site(node, kind, how, cause,
+    at = f"{where}:{cause.line}" if where else f"line {cause.line}"
+    return [_witnessed_site(node, kind, how, cause, where, at,
         finding(
             "GLF202", node,
             f"{kind}({short(arg)}) will raise: {how} keeps a non-leaf tensor "
-            f"({cause.code} at line {cause.line}: '{what}'); fix that line, or copy with state_dict()",
+            f"({cause.code} at {at}: '{what}'); fix that line, or copy with state_dict()",
             class_name=cls,
-            data={"cause_line": cause.line, "cause_code": cause.code},
+            data={"cause_line": cause.line, "cause_code": cause.code, "cause_path": where or None},
         )
     )]
 
 
-def _witnessed_site(node: ast.Call, kind: str, how: str, cause: Finding, f: Finding) -> Finding:
+def _remote_class(arg, at: ast.AST, scope, parents, imports) -> str | None:
+    """The qualified name of the class of the program, defined in another file, that ``arg``
+    holds: ``Net(...)`` or a name bound to ``Net(...)`` before the copy, ``Net`` imported."""
+    call = arg if isinstance(arg, ast.Call) else None
+    if isinstance(arg, ast.Name):
+        best = None
+        for body in (scope, _module(scope, parents)):
+            if body is None:
+                continue
+            for n in ast.walk(body):
+                if (isinstance(n, ast.Assign) and n.lineno <= at.lineno and isinstance(n.value, ast.Call)
+                        and any(isinstance(t, ast.Name) and t.id == arg.id for t in n.targets)):
+                    if best is None or n.lineno > best.lineno:
+                        best = n
+            if best is not None:
+                break
+        call = best.value if best is not None else None
+    if call is None:
+        return None
+    return imports.qualname(call.func)
+
+
+def _remote_broken(imports, qual: str | None):
+    """(class name, (how, the finding that breaks the copy), its file) for a class of another
+    file of the program whose own analysis finds what makes a copy fail, else None."""
+    from ..helper_objects import file_classes
+    from ..project_view import resolve
+
+    findings_of = getattr(imports, "findings_of", None)
+    project = getattr(imports, "project", None)
+    found = resolve(project, qual) if qual and findings_of is not None else None
+    if found is None or not isinstance(found.node, ast.ClassDef):
+        return None
+    analysis = findings_of(found.module, project)
+    classes = analysis.classes or file_classes(found.module)[0]
+    name = found.node.name
+    if name not in classes or "__deepcopy__" in classes[name].facts.methods:
+        return None
+    broken = _broken_classes(classes, analysis.findings)
+    if name not in broken:
+        return None
+    return name, broken[name], _display_path(found.module.path)
+
+
+def _display_path(path: str) -> str:
+    import os
+
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:  # another drive
+        return path
+    return path if rel.startswith(".." + os.sep + "..") else rel
+
+
+def _witnessed_site(node: ast.Call, kind: str, how: str, cause: Finding, where: str, at: str, f: Finding) -> Finding:
     base = dict(cause.witness) if cause.witness else witness.simple(
         cause.message, "computation", node, "", "", "")
     site = witness.simple("", "", node, "", "", "")["steps"][0]
-    f.witness = {**base, "steps": list(base.get("steps", [])) + [site],
-                 "copied": f"{kind}({short(node.args[0])}) copies {how}: {cause.code} at line {cause.line}, "
-                           f"{base.get('copied', '')}".rstrip(", ")}
+    steps = [list(s) for s in base.get("steps", [])]
+    if where:  # the chain is in the class's own file; the copy here
+        steps = [[line, f"{where}: {code}"] for line, code in steps]
+    f.witness = {**base, "steps": steps + [site],
+                 "copied": f"{kind}({short(node.args[0])}) copies {how}; {cause.code} at {at}: "
+                           f"{base.get('copied', '')}".rstrip(": ")}
     return f
 
 
