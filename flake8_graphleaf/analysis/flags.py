@@ -20,12 +20,15 @@ settled when every construction of the class the project shows passes the same l
 literal (``store_attn = False``).  No construction site seen, or one that passes anything else:
 not settled.
 
-What code outside the class assigns to it is not seen (``model.flag = True``).
+An assignment of the attribute on any other object (``model.flag = True``,
+``module._is_streaming = streaming`` in a loop over submodules, ``setattr(m, "flag", ...)``),
+in the class's files or anywhere in the project, means it is not settled: someone else sets it.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 
 _UNKNOWN = object()
 
@@ -233,7 +236,35 @@ def settled(info, imports, roots: set[str], methods: list) -> dict[str, object]:
                 break
         if ok:
             out[attr] = value
-    return out
+    return {a: v for a, v in out.items() if not _set_from_outside(a, imports, methods)}
+
+
+def _set_from_outside(attr: str, imports, methods) -> bool:
+    """Is ``attr`` assigned on an object other than ``self`` somewhere: in the class's own file,
+    its bases' methods, or any file of the project that mentions it?"""
+    trees = [getattr(getattr(imports, "current", None), "tree", None), *methods]
+    for tree in trees:
+        if tree is None:
+            continue
+        for node in ast.walk(tree):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+                node, (ast.AnnAssign, ast.AugAssign)) else []
+            for t in targets:
+                if isinstance(t, ast.Attribute) and t.attr == attr and not (
+                        isinstance(t.value, ast.Name) and t.value.id in ("self", "cls")):
+                    return True
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr"
+                    and len(node.args) > 1 and isinstance(node.args[1], ast.Constant) and node.args[1].value == attr
+                    and not (isinstance(node.args[0], ast.Name) and node.args[0].id in ("self", "cls"))):
+                return True  # setattr(module, "flag", ...)
+    index = getattr(getattr(imports, "project", None), "index", None)
+    if index is not None:
+        pattern = re.compile(rf"(\w+)\s*\.\s*{re.escape(attr)}\s*(?:[-+*/|&]?=)(?!=)|setattr\(\s*(\w+)[^,]*,\s*['\"]{re.escape(attr)}['\"]")
+        for path in index.mentioning(attr):
+            for m in pattern.finditer(index.text(path)):
+                if (m.group(1) or m.group(2)) not in ("self", "cls"):
+                    return True
+    return False
 
 
 def _from_parameter(info, imports, init, attr: str):
