@@ -76,7 +76,7 @@ class CallSemantics:
             return callee
         if callee.kind in (MODULE, LEAF):
             return self.module_call(f"{short(func)}(...)", pos, kw)
-        return everything if self.grad else _containers_only(everything)
+        return (everything if self.grad else _containers_only(everything)).assumed(f"{short(func)}(...)")
 
     def _project_call(self, node: ast.Call, func: ast.AST, qual: str | None, pos, kw) -> Value | None:
         """A call of a class or function the program defines (this file or another): a module
@@ -158,7 +158,7 @@ class CallSemantics:
             return NOTHING  # optimizers and schedulers hold parameters, they compute nothing
         if qual in ("torch.Tensor", "torch.FloatTensor", "torch.LongTensor"):
             return NOTHING
-        return self.computed(NOTHING, everything)
+        return self.computed(NOTHING, everything).assumed(f"{qual}(...), which the torch table does not know")
 
     def apply_op(self, op, what: str, node: ast.Call, recv: Value | None, pos: list[Value], kw: dict[str, Value]) -> Value:
         """What a call of a torch callable gives, from the table (:mod:`.torch_facts`): only the
@@ -208,7 +208,7 @@ class CallSemantics:
                 return local  # a module class or factory called while building
             if local.kind in (MODULE, LEAF, GRAPH):
                 return self.module_call(f"{name}(...)", pos, kw)
-            return everything if self.grad else _containers_only(everything)
+            return (everything if self.grad else _containers_only(everything)).assumed(f"{name}(...)")
         if name in NON_DIFF_BUILTINS:
             return NOTHING
         if name in PARAMETER_NAMES:
@@ -239,7 +239,7 @@ class CallSemantics:
             return self.computed(NOTHING, everything) if everything.kind > MODULE else NOTHING
         if name in self.module_classes:
             return Value(MODULE, f"{name}(...)")
-        return everything if self.grad else _containers_only(everything)
+        return (everything if self.grad else _containers_only(everything)).assumed(f"{name}(...)")
 
     def _method_call(self, node, func: ast.Attribute, pos, kw, everything) -> Value:
         meth = func.attr
@@ -321,7 +321,8 @@ class CallSemantics:
             # posterior.rsample()) is not a tensor: its kind says nothing of the result
             recv = NOTHING
         if recv.kind >= MODULE or everything.kind >= MODULE:
-            return self.computed(recv, everything)
+            result = self.computed(recv, everything)
+            return result if meth in torch_facts.tensor_names() else result.assumed(f"{short(func)}(...)")
         return NOTHING
 
     def object_member(self, obj: Value, name: str, everything: Value) -> Value:
@@ -345,7 +346,7 @@ class CallSemantics:
                 result = self.on_method(meth, pos, kw, self.grad)
                 if result is not None:
                     return result
-            return everything if self.grad else _containers_only(everything)
+            return (everything if self.grad else _containers_only(everything)).assumed(f"self.{meth}(...)")
         api = torch_facts.module_api(meth)
         if api in ("leaf", "leaves"):
             return Value(LEAF, f"self.{meth}()")
@@ -377,6 +378,6 @@ class CallSemantics:
             if (not defines_method(self.imports.project, facts.bases, meth) and meth not in facts.injected
                     and not torch_base_method(facts.bases, meth)):
                 self.feed(*pos, *kw.values())  # named as a noun, and no base defines it: a submodule
-        return self.computed(NOTHING, everything) if everything.kind >= MODULE else NOTHING
+        return self.computed(NOTHING, everything).assumed(f"self.{meth}(...)") if everything.kind >= MODULE else NOTHING
 
     # -- binding ------------------------------------------------------------------

@@ -152,9 +152,9 @@ class Evaluator(CallSemantics):
             self.feed(origin, *operands)
         if certain:
             first = next((v for v in certain if v.kind == GRAPH), certain[0])
-            return Value(GRAPH, first.origin, trail=first.trail)
+            return Value(GRAPH, first.origin, trail=first.trail, guess=first.guess)
         maybe = next((v for v in (origin, *operands) if v.kind == ARG), None)
-        return Value(ARG, maybe.origin, trail=maybe.trail) if maybe is not None else NOTHING
+        return Value(ARG, maybe.origin, trail=maybe.trail, guess=maybe.guess) if maybe is not None else NOTHING
 
     def is_self(self, node: ast.AST) -> bool:
         return isinstance(node, ast.Name) and self.self_name is not None and node.id == self.self_name

@@ -28,10 +28,10 @@ class Value:
     """``items``: for a tuple of known length (``return out, acc``), the value of each element,
     so that ``loss, acc = self.step(x)`` binds each name to what it really holds."""
 
-    __slots__ = ("kind", "origin", "items", "cls", "trail")
+    __slots__ = ("kind", "origin", "items", "cls", "trail", "guess")
 
     def __init__(self, kind: int, origin: str = "", items: "tuple[Value, ...] | None" = None, cls: str | None = None,
-                 trail: tuple = ()):
+                 trail: tuple = (), guess: str | None = None):
         self.kind = kind
         self.origin = origin
         self.items = items
@@ -40,12 +40,21 @@ class Value:
         # the witness's steps: (line, "name = ", expression node) of each binding the value went
         # through from its source (rendered only for a finding: witness.steps)
         self.trail = trail
+        # a step of the chain that is assumed, not known: a callable whose semantics the analysis
+        # does not have (its result is taken to carry its arguments' history)
+        self.guess = guess
+
+    def assumed(self, what: str) -> "Value":
+        """This value, as the result of a callable the analysis does not know (``what``)."""
+        if self.kind < ARG or self.guess is not None:
+            return self
+        return Value(self.kind, self.origin, self.items, self.cls, self.trail, what)
 
     def then(self, line: int, target: str, node: ast.AST) -> "Value":
         """This value, bound at ``line`` to ``target`` from ``node`` (a step of its witness)."""
         if len(self.trail) >= MAX_STEPS:
             return self
-        return Value(self.kind, self.origin, self.items, self.cls, self.trail + ((line, target, node),))
+        return Value(self.kind, self.origin, self.items, self.cls, self.trail + ((line, target, node),), self.guess)
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         return f"Value({KIND_NAMES[self.kind]}, {self.origin!r})"

@@ -15,6 +15,8 @@ Every finding under a default code carries a witness (``Finding.witness``, a JSO
 ``grad``         the grad mode there
 ``kept``         why the value is still there when the call returns
 ``copied``       what ``copy.deepcopy`` copies to reach it
+``assumed``      (only where there is one) a step the analysis takes on trust: a callable whose
+                 semantics it does not have, taken to carry its arguments' history
 
 ``graphleaf check --show-witness`` prints it under each finding; the JSON and SARIF outputs carry
 it.  A finding whose chain has a guess in it (an argument nothing shows to be an activation) is
@@ -81,7 +83,7 @@ def make(value, store_node: ast.AST, store_stmt: ast.AST | None, reached: str, g
     kind = kind or source_kind(origin)
     code = _code("", store_stmt if isinstance(store_stmt, ast.stmt) and not isinstance(
         store_stmt, (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.FunctionDef)) else store_node)
-    return {
+    out = {
         "source": source or _SOURCE_TEXT.get(kind, "{o}").format(o=origin),
         "source_kind": kind,
         "steps": steps(value, store_node.lineno, code),
@@ -90,6 +92,9 @@ def make(value, store_node: ast.AST, store_stmt: ast.AST | None, reached: str, g
         "kept": kept,
         "copied": copied,
     }
+    if getattr(value, "guess", None):
+        out["assumed"] = f"{value.guess} is taken to carry its arguments' history"
+    return out
 
 
 def simple(source: str, kind: str, node: ast.AST, reached: str, kept: str, copied: str, grad: bool = True) -> dict:
@@ -119,6 +124,8 @@ def lines(witness: dict) -> list[str]:
     out.append(f"reached: {witness['reached']}; grad {witness['grad']}")
     out.append(f"kept:    {witness['kept']}")
     out.append(f"copied:  {witness['copied']}")
+    if witness.get("assumed"):
+        out.append(f"assumed: {witness['assumed']}")
     return out
 
 
