@@ -82,6 +82,7 @@ def shop():
         import shop.queue_loss
         import shop.forecaster
         import shop.snapshots
+        import shop.loop
         yield torch, shop
     finally:
         sys.path.remove(str(PROJECT))
@@ -291,6 +292,19 @@ def test_a_copy_of_a_class_of_another_file_is_reported_at_the_copy(shop):
                         "--select", "GLF202", str(PROJECT)], capture_output=True, text=True, cwd=ROOT, timeout=300)
     (line,) = [x for x in r.stdout.splitlines() if "GLF202" in x]
     assert "snapshots.py:16:" in line and "GLF001 at " in line and "queue_loss.py:32" in line, line
+
+
+def test_a_function_given_the_model_keeps_a_graph_tensor_on_it(shop):
+    """loop.py: train_step (an nn.Module annotation) and logged_step (every call passes a
+    module) keep graph tensors on the model; clean_step keeps detached ones."""
+    torch, pkg = shop
+    model = pkg.attention.AttentionEncoder(3)
+    pkg.loop.train_step(model, torch.randn(2, 3)).backward()
+    assert has_grad_fn(model.last_output) and raises_on_deepcopy(model)
+    assert raises_on_deepcopy(pkg.loop.run(3))
+    model = pkg.attention.AttentionEncoder(3)
+    pkg.loop.clean_step(model, torch.randn(2, 3)).backward()
+    assert not has_grad_fn(model.last_output) and not has_grad_fn(model.last_norm) and not raises_on_deepcopy(model)
 
 
 def test_the_index_never_reads_a_virtual_environment(tmp_path):

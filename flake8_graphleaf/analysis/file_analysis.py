@@ -18,7 +18,7 @@ from .imports import ImportMap
 from .project_view import ParsedModule, ProjectView
 from .modules import collect_classes
 from .rules import ARGUMENT_ONLY
-from .rules import construction, deepcopy_calls, forward_stores, hooks, legacy_norm, process_boundary, pruning
+from .rules import construction, deepcopy_calls, forward_stores, function_roots, hooks, legacy_norm, process_boundary, pruning
 from .scopes import ClassRunner
 
 # A file that mentions none of these cannot have a finding.
@@ -96,6 +96,8 @@ def analyze_file(tree: ast.AST, source: str | None = None, options: Options | No
     findings = forward_stores.settle_arguments(findings, runners, calls)
     if source is None or "setattr" in source:
         findings += construction.check_functions(tree, imports, source)
+    if any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) for s in tree.body):
+        findings += function_roots.check(tree, imports, module_classes)
     if source is None or "register_forward" in source or "register_module_forward" in source:
         findings += hooks.check(tree, imports, classes, module_classes)
     if source is None or "weight_norm" in source or "spectral_norm" in source or "WeightNorm" in source:

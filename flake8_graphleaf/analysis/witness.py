@@ -65,7 +65,7 @@ _SOURCE_TEXT = {
     "hook-output": "the {o}, on the graph whenever the model runs with grad",
     "model-output": "{o}",
     "argument": "{o}",
-    "submodule": "{o}: a submodule's output, computed with grad enabled",
+    "submodule": "{o}: a module's output, computed with grad enabled",
     "computation": "{o}",
 }
 

@@ -34,13 +34,13 @@ def argument_only(f: Finding) -> Finding:
     return f
 
 
-def drop_overwritten(findings: list[Finding], runner) -> list[Finding]:
+def drop_overwritten(findings: list[Finding], runner=None, methods: dict | None = None) -> list[Finding]:
     """Drop store findings whose value is replaced or cleared before it can outlive the method
     (see flow.overwritten_later: a later assignment, ``del``, ``.clear()``, a reset helper, a
-    ``finally``)."""
+    ``finally``); the methods are the runner's class's, or ``methods``."""
 
     reported = {(f.line, f.col) for f in findings}
-    methods = runner.info.facts.methods
+    methods = methods if methods is not None else runner.info.facts.methods
     resetters = None
     kept = []
     for f in findings:
@@ -74,10 +74,10 @@ def all_rules() -> dict[str, str]:
 
 def all_examples() -> list[tuple[str, str, list[str]]]:
     """(rule module, source, expected codes) for every example next to the rules."""
-    from . import construction, deepcopy_calls, forward_stores, hooks, legacy_norm, process_boundary, pruning
+    from . import construction, deepcopy_calls, forward_stores, function_roots, hooks, legacy_norm, process_boundary, pruning
 
     out = []
-    for mod in (forward_stores, hooks, construction, legacy_norm, pruning, deepcopy_calls, process_boundary):
+    for mod in (forward_stores, function_roots, hooks, construction, legacy_norm, pruning, deepcopy_calls, process_boundary):
         for source, codes in mod.EXAMPLES:
             out.append((mod.__name__.rsplit(".", 1)[-1], source, codes))
     return out

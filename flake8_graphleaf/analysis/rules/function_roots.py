@@ -1,0 +1,175 @@
+"""GLF001, GLF002 from functions of the program, not only from ``forward``: a training loop, a
+step function or a callback that is given the model and keeps a graph tensor on it.
+
+    def train_step(model: nn.Module, batch):
+        out = model(batch)
+        model.last_out = out            # GLF001: deepcopy(model) (an EMA, a best-model copy) raises
+
+A parameter is taken for a module only on evidence: its annotation names a module class
+(``nn.Module``, a torch layer, a module class of the program), or every call of the function
+the project shows passes one (``train_step(Net(), b)``, ``net = Net(); train_step(net, b)``).
+The body runs in its own grad mode (``@torch.no_grad()``, ``with torch.no_grad():``); what is
+called on the module gives a graph tensor, and only a store on the module of such a value is
+reported (the module is what users copy).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .. import witness
+from ..findings import Finding
+from ..flow import Store, Walker, function_grad_mode
+from ..graph_tensors import GRAPH, MODULE, NOTHING, Evaluator, Value
+from ..imports import ImportMap
+from . import drop_overwritten, finding, origin_text
+
+RULES: dict[str, str] = {}  # it reports GLF001 / GLF002 (forward_stores.RULES)
+
+EXAMPLES = [
+    (
+        """
+import torch.nn as nn
+def train_step(model: nn.Module, x):
+    out = model(x)
+    model.last_out = out
+    return out.sum()
+""",
+        ["GLF001"],
+    ),
+    (
+        """
+import torch.nn as nn
+def train_step(model: nn.Module, x):
+    out = model(x)
+    model.last_out = out.detach()
+    model.history.append(out.item())
+    return out.sum()
+""",
+        [],
+    ),
+    (
+        # a parameter named like a model, but nothing shows it is one: no report
+        """
+def train_step(model, x):
+    out = model(x)
+    model.last_out = out
+    return out
+""",
+        [],
+    ),
+]
+
+
+def _stores_on_parameters(func) -> set[str]:
+    """The parameters the body stores attributes on (``model.x = ...``, ``model.xs.append(...)``)."""
+    params = {a.arg for a in func.args.posonlyargs + func.args.args + func.args.kwonlyargs}
+    out = set()
+    for node in ast.walk(func):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, (ast.AnnAssign, ast.AugAssign)) else []
+        for t in targets:
+            while isinstance(t, (ast.Attribute, ast.Subscript)):
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id in params:
+                    out.add(t.value.id)
+                t = t.value
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            recv = node.func.value
+            if isinstance(recv, ast.Attribute) and isinstance(recv.value, ast.Name) and recv.value.id in params:
+                out.add(recv.value.id)
+    return out
+
+
+def _annotated_module(ann: ast.AST | None, imports: ImportMap, module_classes: set[str]) -> bool:
+    from ..project_view import MODULE_CLASS, class_kind
+
+    if ann is None:
+        return False
+    if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
+        try:
+            ann = ast.parse(ann.value, mode="eval").body
+        except SyntaxError:
+            return False
+    if isinstance(ann, ast.Name) and ann.id in module_classes:
+        return True
+    qual = imports.qualname(ann)
+    return qual is not None and class_kind(getattr(imports, "project", None), qual) == MODULE_CLASS
+
+
+def _passed_modules(func, imports: ImportMap, module_classes: set[str], tree: ast.Module) -> set[str]:
+    """Parameters every call of ``func`` in this file passes a module to (at least one call)."""
+    from ..project_view import MODULE_CLASS, class_kind
+
+    params = [a.arg for a in func.args.posonlyargs + func.args.args]
+    seen: dict[str, list[bool]] = {}
+    for scope in ast.walk(tree):
+        if not isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        bound: dict[str, ast.AST] = {}
+        for node in ast.walk(scope):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                bound[node.targets[0].id] = node.value
+        for node in ast.walk(scope):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == func.name):
+                continue
+            given = {p: a for p, a in zip(params, node.args)}
+            given.update({k.arg: k.value for k in node.keywords if k.arg})
+            for p, a in given.items():
+                if isinstance(a, ast.Name):
+                    a = bound.get(a.id, a)
+                made = a.func if isinstance(a, ast.Call) else None
+                is_module = False
+                if made is not None:
+                    if isinstance(made, ast.Name) and made.id in module_classes:
+                        is_module = True
+                    else:
+                        q = imports.qualname(made)
+                        is_module = q is not None and class_kind(getattr(imports, "project", None), q) == MODULE_CLASS
+                seen.setdefault(p, []).append(is_module)
+    return {p for p, flags in seen.items() if flags and all(flags)}
+
+
+def check(tree: ast.Module, imports: ImportMap, module_classes: set[str]) -> list[Finding]:
+    out: list[Finding] = []
+    for func in tree.body:
+        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        stored_on = _stores_on_parameters(func)
+        if not stored_on:
+            continue
+        args = func.args
+        modules = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs
+                   if a.arg in stored_on and _annotated_module(a.annotation, imports, module_classes)}
+        if stored_on - modules:
+            modules |= _passed_modules(func, imports, module_classes, tree) & stored_on
+        if not modules:
+            continue
+        ev = Evaluator(imports, None, None, module_classes)
+        for a in args.posonlyargs + args.args + args.kwonlyargs:
+            ev.env[a.arg] = Value(MODULE, a.arg) if a.arg in modules else NOTHING
+        ev.grad = function_grad_mode(func, imports)
+        found: list[Finding] = []
+
+        def sink(store: Store, func=func, found=found, modules=modules) -> None:
+            if store.root not in modules or store.value.kind != GRAPH or store.kind not in ("attr", "container", "setattr"):
+                return
+            target = store.text if store.kind != "setattr" else f"{store.text}.<{ast.unparse(store.name_node)}>"
+            code = "GLF002" if store.kind == "container" else "GLF001"
+            how = "is given" if code == "GLF002" else "keeps"
+            f = finding(
+                code, store.node,
+                f"'{target}' {how} a tensor that is on the autograd graph ({origin_text(store.value)}) in "
+                f"{func.name}(), on the module it is given; copy.deepcopy({store.root}) will raise afterwards: "
+                "use a local variable, or store .detach()",
+                attribute=target, data={"kind": store.kind, "method": func.name, "node": store.node})
+            f.witness = witness.make(
+                store.value, store.node, store.stmt,
+                reached=f"{func.name}(), given the module as '{store.root}'", grad=store.grad,
+                kept=witness.KEPT_AFTER_RETURN,
+                copied=witness.copied_text(target, container=store.kind == "container").replace(
+                    "copy.deepcopy(model)", f"copy.deepcopy({store.root})"))
+            found.append(f)
+
+        Walker(ev, sink).run(func.body)
+        out += drop_overwritten(found, methods={func.name: func})
+    return out
