@@ -30,6 +30,8 @@ from __future__ import annotations
 import ast
 import re
 
+from .stmtwalk import statements
+
 _UNKNOWN = object()
 
 
@@ -52,7 +54,9 @@ def _assignments(func) -> list[tuple[str, object, bool]]:
         return []
     top = {id(s) for s in func.body}
     out = []
-    for node in ast.walk(func):
+    for node in statements(func):
+        if isinstance(node, ast.Expr):
+            node = node.value
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
             node, (ast.AnnAssign, ast.AugAssign)) and getattr(node, "value", None) is not None else []
         for t in targets:
@@ -65,16 +69,58 @@ def _assignments(func) -> list[tuple[str, object, bool]]:
 
 
 def _tested(methods) -> set[str]:
-    """The attributes that some ``if`` / conditional expression of the class tests."""
+    """The attributes an ``if`` of the class tests where a branch stores something (``if
+    self.flag: self.x = ...`` or ``....append(...)``), or a conditional expression tests: only
+    those can decide a finding."""
     out = set()
     for m in methods:
         me = _self_name(m)
-        for node in ast.walk(m):
-            if isinstance(node, (ast.If, ast.IfExp)):
-                for n in ast.walk(node.test):
-                    if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == me:
-                        out.add(n.attr)
+        for node in statements(m):
+            if isinstance(node, ast.If):
+                named = _self_attrs(node.test, me)
+                if named and _stores(node):
+                    out |= named
+            elif isinstance(node, (ast.Assign, ast.Return, ast.Expr, ast.AugAssign, ast.AnnAssign)):
+                value = getattr(node, "value", None)
+                if isinstance(value, ast.IfExp):  # x = a if self.flag else b
+                    out |= _self_attrs(value.test, me)
     return out
+
+
+def _self_attrs(test: ast.AST, me: str | None) -> set[str]:
+    return {n.attr for n in ast.walk(test)
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == me}
+
+
+def _stores(node: ast.If) -> bool:
+    for n in statements(node):
+        if isinstance(n, ast.Expr):
+            n = n.value
+        if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            if any(isinstance(t, (ast.Attribute, ast.Subscript)) for t in targets):
+                return True
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in (
+                "append", "extend", "update", "insert", "register_buffer", "__setitem__"):
+            return True
+    return False
+
+
+def _calls_by_name(parsed) -> dict[str, list]:
+    """name -> [(class or None, function, call)] of every call in the file whose callee ends with
+    that name, walked once per file."""
+    memo = parsed.memo
+    if "calls_by_name" not in memo:
+        table: dict[str, list] = {}
+        for owner, func in _functions(parsed.tree):
+            for call in ast.walk(func):
+                if isinstance(call, ast.Call):
+                    f = call.func
+                    name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+                    if name is not None:
+                        table.setdefault(name, []).append((owner, func, call))
+        memo["calls_by_name"] = table
+    return memo["calls_by_name"]
 
 
 def _param(init, name: str):
@@ -149,32 +195,31 @@ def _constructed_with(project, module: str, cls: str, name: str, depth: int):
         parsed = project.parsed(other)
         if parsed is None:
             continue
-        for owner, func in _functions(parsed.tree):
-            for call in ast.walk(func):
-                if not (isinstance(call, ast.Call) and _names_class(call.func, parsed, module, cls)):
-                    continue
-                sites += 1
-                given = next((k.value for k in call.keywords if k.arg == name), None)
-                if given is None and position is not None and position < len(call.args):
-                    given = call.args[position]
-                    if any(isinstance(a, ast.Starred) for a in call.args[: position + 1]):
-                        return None
-                if given is None:
-                    if any(k.arg is None for k in call.keywords) or default is _UNKNOWN:
-                        return None  # **kwargs, or no default
-                    values.add(default)
-                    continue
-                value = _literal(given)
-                if value is _UNKNOWN and isinstance(given, ast.Name):
-                    value = _local_literal(func, given.id)
-                    if value is _UNKNOWN and owner is not None and func.name == "__init__" and _param(func, given.id):
-                        passed = constructed_with(project, other, owner.name, given.id, depth + 1)
-                        if passed is None or len(passed) != 1:
-                            return None
-                        value = next(iter(passed))
-                if value is _UNKNOWN:
+        for owner, func, call in _calls_by_name(parsed).get(cls, ()):
+            if not _names_class(call.func, parsed, module, cls):
+                continue
+            sites += 1
+            given = next((k.value for k in call.keywords if k.arg == name), None)
+            if given is None and position is not None and position < len(call.args):
+                given = call.args[position]
+                if any(isinstance(a, ast.Starred) for a in call.args[: position + 1]):
                     return None
-                values.add(value)
+            if given is None:
+                if any(k.arg is None for k in call.keywords) or default is _UNKNOWN:
+                    return None  # **kwargs, or no default
+                values.add(default)
+                continue
+            value = _literal(given)
+            if value is _UNKNOWN and isinstance(given, ast.Name):
+                value = _local_literal(func, given.id)
+                if value is _UNKNOWN and owner is not None and func.name == "__init__" and _param(func, given.id):
+                    passed = constructed_with(project, other, owner.name, given.id, depth + 1)
+                    if passed is None or len(passed) != 1:
+                        return None
+                    value = next(iter(passed))
+            if value is _UNKNOWN:
+                return None
+            values.add(value)
     return values if sites else None
 
 
@@ -239,30 +284,51 @@ def settled(info, imports, roots: set[str], methods: list) -> dict[str, object]:
     return {a: v for a, v in out.items() if not _set_from_outside(a, imports, methods)}
 
 
-def _set_from_outside(attr: str, imports, methods) -> bool:
-    """Is ``attr`` assigned on an object other than ``self`` somewhere: in the class's own file,
-    its bases' methods, or any file of the project that mentions it?"""
-    trees = [getattr(getattr(imports, "current", None), "tree", None), *methods]
-    for tree in trees:
-        if tree is None:
-            continue
+def _assigned_on_others(nodes) -> set[str]:
+    """Attributes assigned on an object other than ``self`` / ``cls`` in these trees
+    (``model.flag = ...``, ``setattr(module, "flag", ...)``)."""
+    out = set()
+    for tree in nodes:
         for node in ast.walk(tree):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
                 node, (ast.AnnAssign, ast.AugAssign)) else []
             for t in targets:
-                if isinstance(t, ast.Attribute) and t.attr == attr and not (
-                        isinstance(t.value, ast.Name) and t.value.id in ("self", "cls")):
-                    return True
+                if isinstance(t, ast.Attribute) and not (isinstance(t.value, ast.Name) and t.value.id in ("self", "cls")):
+                    out.add(t.attr)
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr"
-                    and len(node.args) > 1 and isinstance(node.args[1], ast.Constant) and node.args[1].value == attr
+                    and len(node.args) > 1 and isinstance(node.args[1], ast.Constant)
+                    and isinstance(node.args[1].value, str)
                     and not (isinstance(node.args[0], ast.Name) and node.args[0].id in ("self", "cls"))):
-                return True  # setattr(module, "flag", ...)
+                out.add(node.args[1].value)
+    return out
+
+
+def _set_from_outside(attr: str, imports, methods) -> bool:
+    """Is ``attr`` assigned on an object other than ``self`` somewhere: in the class's own file,
+    its bases' methods, or any file of the project that mentions it?"""
+    current = getattr(imports, "current", None)
+    if current is not None:
+        if "assigned_on_others" not in current.memo:
+            current.memo["assigned_on_others"] = _assigned_on_others([current.tree])
+        if attr in current.memo["assigned_on_others"]:
+            return True
+    if attr in _assigned_on_others(methods):
+        return True
     index = getattr(getattr(imports, "project", None), "index", None)
     if index is not None:
-        pattern = re.compile(rf"(\w+)\s*\.\s*{re.escape(attr)}\s*(?:[-+*/|&]?=)(?!=)|setattr\(\s*(\w+)[^,]*,\s*['\"]{re.escape(attr)}['\"]")
+        pattern = re.compile(rf"\.\s*{re.escape(attr)}\s*(?:[-+*/|&]?=)(?!=)|['\"]{re.escape(attr)}['\"]")
+        receiver = re.compile(r"(\w+)\s*$")
         for path in index.mentioning(attr):
-            for m in pattern.finditer(index.text(path)):
-                if (m.group(1) or m.group(2)) not in ("self", "cls"):
+            text = index.text(path)
+            for m in pattern.finditer(text):
+                before = text[max(0, m.start() - 80): m.start()]
+                if m.group(0)[0] in "'\"":  # setattr(obj, "attr", ...)
+                    call = re.search(r"setattr\(\s*(\w+)[^,(]*,\s*$", before)
+                    if call is not None and call.group(1) not in ("self", "cls"):
+                        return True
+                    continue
+                word = receiver.search(before)
+                if word is None or word.group(1) not in ("self", "cls"):
                     return True
     return False
 

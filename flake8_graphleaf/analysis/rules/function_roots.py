@@ -22,6 +22,7 @@ from ..findings import Finding
 from ..flow import Store, Walker, function_grad_mode
 from ..graph_tensors import GRAPH, MODULE, NOTHING, Evaluator, Value
 from ..imports import ImportMap
+from ..stmtwalk import statements
 from . import drop_overwritten, finding, origin_text
 
 RULES: dict[str, str] = {}  # it reports GLF001 / GLF002 (forward_stores.RULES)
@@ -65,7 +66,9 @@ def _stores_on_parameters(func) -> set[str]:
     """The parameters the body stores attributes on (``model.x = ...``, ``model.xs.append(...)``)."""
     params = {a.arg for a in func.args.posonlyargs + func.args.args + func.args.kwonlyargs}
     out = set()
-    for node in ast.walk(func):
+    for node in statements(func):
+        if isinstance(node, ast.Expr):
+            node = node.value
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
             node, (ast.AnnAssign, ast.AugAssign)) else []
         for t in targets:
@@ -102,16 +105,12 @@ def _passed_modules(func, imports: ImportMap, module_classes: set[str], tree: as
 
     params = [a.arg for a in func.args.posonlyargs + func.args.args]
     seen: dict[str, list[bool]] = {}
-    for scope in ast.walk(tree):
-        if not isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
+    for scope, calls in _calls_of(tree).get(func.name, {}).items():
         bound: dict[str, ast.AST] = {}
-        for node in ast.walk(scope):
+        for node in statements(scope):
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 bound[node.targets[0].id] = node.value
-        for node in ast.walk(scope):
-            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == func.name):
-                continue
+        for node in calls:
             given = {p: a for p, a in zip(params, node.args)}
             given.update({k.arg: k.value for k in node.keywords if k.arg})
             for p, a in given.items():
@@ -127,6 +126,23 @@ def _passed_modules(func, imports: ImportMap, module_classes: set[str], tree: as
                         is_module = q is not None and class_kind(getattr(imports, "project", None), q) == MODULE_CLASS
                 seen.setdefault(p, []).append(is_module)
     return {p for p, flags in seen.items() if flags and all(flags)}
+
+
+def _calls_of(tree: ast.Module) -> dict:
+    """function name -> {scope: [calls of it by plain name]}, for the whole file, walked once."""
+    cached = getattr(tree, "_graphleaf_name_calls", None)
+    if cached is None:
+        cached = {}
+        scopes = [tree] + [s for s in statements(tree) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        for scope in scopes:
+            body = scope.body if scope is not tree else [s for s in tree.body if not isinstance(
+                s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+            for stmt in body:
+                for node in ast.walk(stmt):
+                    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                        cached.setdefault(node.func.id, {}).setdefault(scope, []).append(node)
+        tree._graphleaf_name_calls = cached
+    return cached
 
 
 def check(tree: ast.Module, imports: ImportMap, module_classes: set[str]) -> list[Finding]:
