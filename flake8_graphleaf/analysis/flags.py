@@ -244,44 +244,84 @@ def _names_class(func: ast.AST, parsed, module: str, cls: str) -> bool:
     return qualname is not None and qualname(func) == f"{module}.{cls}"
 
 
-def settled(info, imports, roots: set[str], methods: list) -> dict[str, object]:
-    """attribute -> the literal it holds whenever a forward root runs (see the module's doc);
-    ``methods``: the class's, its local bases' and those of its bases in other files."""
-    tested = _tested(methods)
-    if not tested:
-        return {}
-    init_values: dict[str, object] = {}
-    per_method: list[tuple[str, list]] = []
-    for m in methods:
-        found = _assignments(m)
-        if found and found[0][0] is None:
-            return {}
-        per_method.append((m.name, found))
-        if m.name == "__init__":
-            for attr, value, top, _line in found:
-                if top and attr not in init_values and attr in tested:
-                    init_values[attr] = value if value is not _UNKNOWN else _from_parameter(info, imports, m, attr)
-    out = {}
-    for attr, value in init_values.items():
+class Settled:
+    """attribute -> the literal it holds whenever a forward root runs (see the module's doc),
+    judged for an attribute only when a test asks about it (``attr in flags``, ``flags[attr]``):
+    the constructions of the class and the project's other assignments are looked up then."""
+
+    def __init__(self, info, imports, roots: set[str], methods: list):
+        self.info, self.imports, self.roots, self.methods = info, imports, roots, methods
+        self._known: dict[str, object] = {}
+        self._tested = _tested(methods)
+        self._per_method: list[tuple[str, list]] | None = None
+        self._init: dict[str, tuple[object, object]] = {}  # attr -> (literal or _UNKNOWN, the __init__)
+
+    def __bool__(self) -> bool:
+        return bool(self._tested)
+
+    def __contains__(self, attr: str) -> bool:
+        return self._value(attr) is not _UNKNOWN
+
+    def __getitem__(self, attr: str):
+        value = self._value(attr)
         if value is _UNKNOWN:
-            continue
-        ok = True
+            raise KeyError(attr)
+        return value
+
+    def _assignments(self) -> list[tuple[str, list]] | None:
+        if self._per_method is None:
+            per_method = []
+            for m in self.methods:
+                found = _assignments(m)
+                if found and found[0][0] is None:
+                    per_method = None  # attributes set by computed names: nothing is settled
+                    break
+                per_method.append((m.name, found))
+                if m.name == "__init__":
+                    for attr, value, top, _line in found:
+                        if top and attr not in self._init:
+                            self._init[attr] = (value, m)
+            self._per_method = per_method if per_method is not None else []
+            if per_method is None:
+                self._init = {}
+        return self._per_method
+
+    def _value(self, attr: str):
+        if attr in self._known:
+            return self._known[attr]
+        self._known[attr] = _UNKNOWN
+        if attr in self._tested:
+            self._known[attr] = self._judge(attr)
+        return self._known[attr]
+
+    def _judge(self, attr: str):
+        per_method = self._assignments()
+        if attr not in self._init:
+            return _UNKNOWN
+        value, init = self._init[attr]
+        if value is _UNKNOWN:
+            value = _from_parameter(self.info, self.imports, init, attr)
+            if value is _UNKNOWN:
+                return _UNKNOWN
         for name, found in per_method:
             mine = [(v, top) for a, v, top, _l in found if a == attr]
             if name == "__init__":
                 first = next((i for i, (_v, top) in enumerate(mine) if top), None)
                 mine = [m for i, m in enumerate(mine) if i != first]  # the assignment that gave the value
-            if not mine:
-                continue
-            if all(v is not _UNKNOWN and v == value for v, _ in mine):
+            if not mine or all(v is not _UNKNOWN and v == value for v, _ in mine):
                 continue
             last_top = [v for v, top in mine if top]
-            if name in roots or not last_top or last_top[-1] is _UNKNOWN or last_top[-1] != value:
-                ok = False  # changed for good, or changed in a forward root itself
-                break
-        if ok:
-            out[attr] = value
-    return {a: v for a, v in out.items() if not _set_from_outside(a, imports, methods)}
+            if name in self.roots or not last_top or last_top[-1] is _UNKNOWN or last_top[-1] != value:
+                return _UNKNOWN  # changed for good, or changed in a forward root itself
+        if _set_from_outside(attr, self.imports, self.methods):
+            return _UNKNOWN
+        return value
+
+
+def settled(info, imports, roots: set[str], methods: list) -> Settled:
+    """The settled attributes of a class (:class:`Settled`; ``methods``: the class's, its local
+    bases' and those of its bases in other files)."""
+    return Settled(info, imports, roots, methods)
 
 
 def _assigned_on_others(nodes) -> set[str]:

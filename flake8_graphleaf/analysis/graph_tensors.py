@@ -64,7 +64,7 @@ class ClassFacts:
         self.wraps: dict[str, set[str]] = {}
         self.given_settled = False
         # attr -> the literal it holds whenever training runs forward (flags.settled), once settled
-        self.flags: dict[str, object] | None = None
+        self.flags = None  # a flags.Settled
 
 
 # A call back for ``self.method(...)``: given the method name, the argument values and
