@@ -14,7 +14,7 @@ from ..flow import Walker, function_grad_mode
 from ..graph_tensors import ARG, GRAPH, MODULE, NOTHING, Evaluator, Value, looks_like_module_name, short
 from ..imports import ImportMap
 from ..modules import ClassInfo
-from ..stmtwalk import lines_matching, own_nodes, scopes_at, tree_statements
+from ..stmtwalk import lines_matching, own_nodes, scopes_at, statements, tree_statements
 from ..scopes import ClassRunner, is_forward_root, self_name
 from . import argument_only, finding, origin_text
 
@@ -276,7 +276,7 @@ def _remote_class(arg, at: ast.AST, scope, parents, imports) -> str | None:
         for body in (scope, _module(scope, parents)):
             if body is None:
                 continue
-            for n in ast.walk(body):
+            for n in statements(body):
                 if (isinstance(n, ast.Assign) and n.lineno <= at.lineno and isinstance(n.value, ast.Call)
                         and any(isinstance(t, ast.Name) and t.id == arg.id for t in n.targets)):
                     if best is None or n.lineno > best.lineno:
@@ -345,7 +345,7 @@ def _class_of_value(arg, at: ast.AST, scope, parents, classes) -> str | None:
         for body in (scope, _module(scope, parents)):
             if body is None:
                 continue
-            for n in ast.walk(body):
+            for n in statements(body):
                 if isinstance(n, ast.Assign) and n.lineno <= at.lineno and isinstance(n.value, ast.Call):
                     f = n.value.func
                     if isinstance(f, ast.Name) and f.id in classes and any(
