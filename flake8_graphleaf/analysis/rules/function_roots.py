@@ -20,7 +20,7 @@ import ast
 from .. import witness
 from ..findings import Finding
 from ..flow import Store, Walker, function_grad_mode
-from ..graph_tensors import GRAPH, MODULE, NOTHING, Evaluator, Value
+from ..graph_tensors import GRAPH, MODULE, NOTHING, Evaluator, Value, looks_like_parameter
 from ..imports import ImportMap
 from ..stmtwalk import statements
 from . import drop_overwritten, finding, origin_text
@@ -43,6 +43,7 @@ def train_step(model: nn.Module, x):
 import torch.nn as nn
 def train_step(model: nn.Module, x):
     out = model(x)
+    model.weight = model.weight.to("cpu")  # a Parameter's name: nn.Module refuses a plain tensor
     model.last_out = out.detach()
     model.history.append(out.item())
     return out.sum()
@@ -169,6 +170,8 @@ def check(tree: ast.Module, imports: ImportMap, module_classes: set[str]) -> lis
         def sink(store: Store, func=func, found=found, modules=modules) -> None:
             if store.root not in modules or store.value.kind != GRAPH or store.kind not in ("attr", "container", "setattr"):
                 return
+            if store.kind == "attr" and looks_like_parameter(store.attr or "") and store.text == f"{store.root}.{store.attr}":
+                return  # module.weight = <a tensor>: nn.Module.__setattr__ refuses it (TypeError), nothing is kept
             target = store.text if store.kind != "setattr" else f"{store.text}.<{ast.unparse(store.name_node)}>"
             code = "GLF002" if store.kind == "container" else "GLF001"
             how = "is given" if code == "GLF002" else "keeps"
