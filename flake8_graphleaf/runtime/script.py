@@ -117,6 +117,7 @@ class Recorder:
         self.on_child_feeder_error = None  # (e, obj) in a forked child (a DataLoader worker): report, then exit
         self.stopping = threading.Event()  # a feeder thread is reporting, and will exit the process
         self.tracer = StoreTracer()  # stores on any object (plain objects, dicts, lists, closure cells)
+        self.on_put = None  # (obj, site) before a Queue.put
         self.tracing = False
 
     # -- install / uninstall -----------------------------------------------------------
@@ -167,7 +168,10 @@ class Recorder:
         def put(self, obj, block=True, timeout=None):
             try:
                 file, line, _lib = _caller(_SKIP + (_MP_FILES,))
-                rec.put_sites.add(obj, Site("Queue.put(...)", file, line))
+                site = Site("Queue.put(...)", file, line)
+                rec.put_sites.add(obj, site)
+                if rec.on_put is not None:
+                    rec.on_put(obj, site)
             except Exception:
                 pass
             if rec.on_child_feeder_error is not None and os.getpid() != rec.main_pid:

@@ -189,6 +189,7 @@ import weakref as _weakref
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(_THIS_FILE)) + os.sep
 _MISSING = object()
+_HOOK = object()
 _CONTAINER_METHODS = {"append", "appendleft", "insert", "add"}  # the new item is the argument
 _MERGE_METHODS = {"extend", "extendleft", "update", "setdefault", "__setitem__"}
 _SCAN = (256, 16)  # items looked at in a container stored (its last ones), and in the containers in it
@@ -377,22 +378,29 @@ class StoreTracer:
                 sys.settrace(None)
             self.active = False
 
+    def watch(self, function, callback) -> None:
+        """Call ``callback(frame)`` each time ``function`` (a Python function) starts; what it returns is
+        that frame's local trace function (or None)."""
+        code = getattr(function, "__code__", None)
+        if code is not None:
+            self.calls[code] = callback
+            self._plans[code] = _HOOK
+
     def _global(self, frame, event, arg):
         code = frame.f_code
         plan = self._plans.get(code, _MISSING)
         if plan is None:
             return None
+        if plan is _HOOK:
+            try:
+                return self.calls[code](frame)
+            except Exception:  # never let the observer change the program's behaviour
+                return None
         if plan is _MISSING:
-            hook = self.calls.get(code)
-            if hook is not None:
-                try:
-                    return hook(frame)
-                except Exception:
-                    return None
             plan = self._plan(code)
             if plan is None:
                 return None
-        return self._local(plan, code.co_filename)
+        return self._local(plan, os.path.abspath(code.co_filename))
 
     def _local(self, plan, filename):
         pending = None

@@ -113,7 +113,8 @@ def _graph_leaf_error(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and "graph leaves" in str(exc)
 
 
-def find_graph_tensors(obj: Any, name: str | None = None, *, requiring_grad: bool = False) -> Findings:
+def find_graph_tensors(obj: Any, name: str | None = None, *, requiring_grad: bool = False,
+                       seen: set[int] | None = None) -> Findings:
     """Every tensor that ``copy.deepcopy(obj)`` would reach and that is not a graph leaf.
 
     The walk follows deepcopy's own rules: lists, tuples and dicts item by item; a bound
@@ -128,12 +129,17 @@ def find_graph_tensors(obj: Any, name: str | None = None, *, requiring_grad: boo
 
     With ``requiring_grad=True`` leaves that require grad (``nn.Parameter`` included) are
     reported too: what a ``DataLoader`` worker cannot batch (process-boundary checks).
+
+    ``seen`` (the ids of objects already walked) may be shared between calls: walking several roots
+    that share objects (the modules a test made, with their submodules), each object is walked, and
+    each tensor reported, once, under the first root that reaches it.
     """
     if name is None:
         name = "model" if isinstance(obj, nn.Module) else "obj"
     found: list[GraphTensor] = []
     problems: list[Problem] = []
-    seen: set[int] = set()
+    if seen is None:
+        seen = set()
     keep: list[Any] = []  # transient objects (reduce results) stay alive so their ids are not reused
     stack: list[tuple[Any, Any]] = [(obj, (None, _RAW, name, None))]
     parameter_deepcopy = nn.Parameter.__deepcopy__
