@@ -353,9 +353,10 @@ def _message(g: GraphTensor, root: _Root, how: str) -> str:
         where = f"{g.path} holds a tensor on the autograd graph {shape} {what} at the end of the test: " \
                 f"copy.deepcopy of this {type(root.obj).__name__} raises"
     elif root.kind == "deepcopy":
-        verb = "raised" if root.findings is not None else "raises now"
+        verb = "raised the graph-leaf error" if root.findings is not None else \
+            "would raise the graph-leaf error now (at the end of the test)"
         where = f"{g.path} holds a tensor on the autograd graph {shape} {what}: copy.deepcopy({root.name}) " \
-                f"({root.what}) {verb} the graph-leaf error"
+                f"({root.what}) {verb}"
     elif root.kind == "worker":
         where = f"{g.path} {shape} {what}: the dataset {root.what} cannot be " + (
             "batched by the workers (tensors that require grad)" if root.requiring_grad else

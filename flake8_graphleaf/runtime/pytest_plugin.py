@@ -166,7 +166,7 @@ class GraphleafPlugin:
         if n:
             tr.write_line(f"{n} tensor{'s' if n != 1 else ''} on the autograd graph left by {tests} "
                           f"test{'s' if tests != 1 else ''}" + ("" if self.strict else
-                          " (the tests still pass; --graphleaf-strict fails them)"))
+                          " (reported, not failed: --graphleaf-strict fails those tests)"))
         else:
             tr.write_line("no test left a tensor on the autograd graph where copy.deepcopy or a process "
                           "boundary meets it")

@@ -181,6 +181,7 @@ def trace_stores(model: nn.Module, name: str = "model") -> Iterator[StoreLog]:
 
 import ast as _ast
 import collections as _collections
+import functools
 import itertools as _itertools
 import sysconfig as _sysconfig
 import threading as _threading
@@ -195,6 +196,7 @@ _MERGE_METHODS = {"extend", "extendleft", "update", "setdefault", "__setitem__"}
 _SCAN = (256, 16)  # items looked at in a container stored (its last ones), and in the containers in it
 
 
+@functools.lru_cache(maxsize=1)
 def _library_dirs() -> tuple[str, ...]:
     dirs = {TORCH_DIR, _PACKAGE_DIR}
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
@@ -280,19 +282,20 @@ class _FileIndex:
     """Per source file: its AST, and the scopes (functions, the module) by (name, first line)."""
 
     def __init__(self):
-        self.scopes: dict[str, dict[tuple[str, int], Any] | None] = {}
+        self.scopes: dict[str, tuple[list[str], dict[tuple[str, int], Any] | None]] = {}
 
     def scope(self, filename: str, name: str, firstlineno: int):
-        table = self.scopes.get(filename, _MISSING)
-        if table is _MISSING:
-            table = self.scopes[filename] = self._index(filename)
+        lines = linecache.getlines(filename)
+        entry = self.scopes.get(filename)
+        if entry is None or entry[0] is not lines:  # new, or linecache read the file again
+            entry = self.scopes[filename] = (lines, self._index(filename, lines))
+        table = entry[1]
         if table is None:
             return None
         return table.get((name, firstlineno))
 
     @staticmethod
-    def _index(filename: str):
-        lines = linecache.getlines(filename)
+    def _index(filename: str, lines: list[str]):
         if not lines:
             return None
         try:
@@ -318,15 +321,23 @@ class StoreTracer:
     is left alone: ``install()`` then returns False and nothing is recorded.
     """
 
+    # What each code object needs (None: nothing, not the user's code), shared by every tracer of the
+    # process with the default idea of "the user's code": a test suite plans each function once.
+    _shared_plans: dict[Any, Any] = {}
+    _shared_files = _FileIndex()
+
     def __init__(self, is_user_file=None):
         self._library = _library_dirs()
         self._is_user = is_user_file or self._default_user_file
-        self._plans: dict[Any, Any] = {}  # code -> None | {line: _Statement}
-        self._files = _FileIndex()
+        if is_user_file is None:
+            self._plans, self._files = StoreTracer._shared_plans, StoreTracer._shared_files
+        else:
+            self._plans, self._files = {}, _FileIndex()
         self._by_tensor: dict[int, tuple[Any, dict[tuple[str, int], StoreRecord]]] = {}
         self._lock = _threading.Lock()
         self.calls: dict[Any, Any] = {}
         self.active = False
+        self._trace = None
 
     # -- which code is the user's --------------------------------------------------------
     def _default_user_file(self, filename: str) -> bool:
@@ -369,12 +380,13 @@ class StoreTracer:
         if sys.gettrace() is not None:
             return False
         self.active = True
-        sys.settrace(self._global)
+        self._trace = self._make_global()
+        sys.settrace(self._trace)
         return True
 
     def uninstall(self) -> None:
         if self.active:
-            if sys.gettrace() == self._global:
+            if sys.gettrace() is self._trace:
                 sys.settrace(None)
             self.active = False
 
@@ -386,21 +398,33 @@ class StoreTracer:
             self.calls[code] = callback
             self._plans[code] = _HOOK
 
-    def _global(self, frame, event, arg):
-        code = frame.f_code
-        plan = self._plans.get(code, _MISSING)
-        if plan is None:
-            return None
-        if plan is _HOOK:
-            try:
-                return self.calls[code](frame)
-            except Exception:  # never let the observer change the program's behaviour
-                return None
-        if plan is _MISSING:
-            plan = self._plan(code)
+    def _make_global(self):
+        plans_get = self._plans.get
+        calls_get = self.calls.get
+        make_plan = self._plan
+        local = self._local
+        missing, hook_mark = _MISSING, _HOOK
+
+        def trace(frame, event, arg):  # called for every Python call while installed: keep it short
+            code = frame.f_code
+            plan = plans_get(code, missing)
             if plan is None:
                 return None
-        return self._local(plan, os.path.abspath(code.co_filename))
+            if plan is hook_mark:
+                hook = calls_get(code)
+                if hook is None:
+                    return None
+                try:
+                    return hook(frame)
+                except Exception:  # never let the observer change the program's behaviour
+                    return None
+            if plan is missing:
+                plan = make_plan(code)
+                if plan is None:
+                    return None
+            return local(plan, os.path.abspath(code.co_filename))
+
+        return trace
 
     def _local(self, plan, filename):
         pending = None
