@@ -59,7 +59,8 @@ class Finding:
     attribute: str  # the path from that object to the tensor: "model.encoder.cache['h']"
     grad_fn: str | None
     shape: list[int]
-    how: str  # "stored" (a recorded store), "static" (a static finding's line), "unrecorded"
+    how: str  # "stored" (a recorded store), "static" (a static finding's line), "sent" / "copied" (the
+    # tensor itself was sent or copied: the line that did it), "unrecorded" (the test's own line)
     text: str = ""  # the storing line's source
     more: int = 0  # further tensors with the same storing line under the same attribute (model.items[1..])
     when: str = "at the end of the test"  # or "when the copy raised", "when it was sent"
@@ -95,6 +96,7 @@ class TestWatch:
     tracing: bool = False
     _saved_init: Any = None
     _sent_ids: set = field(default_factory=set)
+    _quiet: bool = False
 
     # -- recording ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -163,7 +165,7 @@ class TestWatch:
 
     def _on_deepcopy(self, frame):
         names = frame.f_locals
-        if names.get("memo") is not None:
+        if self._quiet or names.get("memo") is not None:
             return None  # an inner call of a copy already watched
         obj = names.get("x")
         if type(obj) in (int, float, str, bool, type(None), bytes):
@@ -186,12 +188,11 @@ class TestWatch:
         where = (site.file, site.line)
         root = _Root(obj, _root_name(where, "put", obj), self._describe_site("put on a multiprocessing queue", where),
                      "queue", site=where)
-        saved = sys.gettrace()
-        sys.settrace(None)  # the walk's own trial copies are no copies of the test's
+        self._quiet = True  # the walk's own trial copies are no copies of the test's
         try:
             root.findings = find_graph_tensors(obj, root.name)  # pickled later, in the queue's feeder thread
         finally:
-            sys.settrace(saved)
+            self._quiet = False
         self.roots.append(root)
 
     def _on_start(self, frame):
@@ -272,6 +273,9 @@ class TestWatch:
                 if sources:
                     how = "static"
                     places = [(s.file, s.line, s.text) for s in sources[:1]]
+                elif root.site is not None and not g.owners:
+                    how = "sent" if root.kind != "deepcopy" else "copied"  # the tensor itself was sent / copied
+                    places = [(root.site[0], root.site[1], "")]
                 else:
                     how = "unrecorded"
                     places = [(self.test_file, self.test_line, "")]
@@ -366,6 +370,8 @@ def _message(g: GraphTensor, root: _Root, how: str) -> str:
                 f"('Cowardly refusing to serialize non-leaf tensor')"
     if how == "stored":
         return f"{where}; stored here"
+    if how in ("sent", "copied"):
+        return f"{where}; {how} here"
     if how == "static":
         return f"{where}; stored here (static finding, the store was not recorded)"
     return f"{where}; no store of it was recorded (made by code outside the test's files?)"
