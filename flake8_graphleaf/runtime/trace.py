@@ -125,8 +125,9 @@ def trace_stores(model: nn.Module, name: str = "model") -> Iterator[StoreLog]:
     first frame outside torch, plus the torch frame when library code made the store,
     e.g. legacy weight_norm's pre-hook).  It only observes: results are unchanged.
     Nothing is patched outside the ``with`` block, so there is no cost when unused.
-    Stores into containers (``self.features.append(x)``) are not seen; the static
-    findings name those.
+    While the block runs, :class:`StoreTracer` also records the user's statements that put a
+    graph tensor on any other object (a plain object's attribute, a dict or list item, a closure's
+    cell), by tensor identity: ``log.records_for(item)`` returns both kinds.
     """
     log = StoreLog()
     names = {id(m): module_name(name, n) for n, m in model.named_modules(remove_duplicate=False)}
@@ -157,10 +158,14 @@ def trace_stores(model: nn.Module, name: str = "model") -> Iterator[StoreLog]:
 
     nn.Module.__setattr__ = traced_setattr
     mode = _InplaceMode(watch, log, names)
+    tracer = StoreTracer()  # stores on any object: a helper's dict, a cache object, a closure's cell
+    log.tracer = tracer
+    tracer.install()
     try:
         with mode:
             yield log
     finally:
+        tracer.uninstall()
         nn.Module.__setattr__ = original
 
 
