@@ -37,7 +37,7 @@ from torch import nn
 from torch.utils import data as tud
 
 from .findings import GraphTensor, display_path
-from .script import COWARDLY, Failure, Recorder, describe_failure, locate
+from .script import COWARDLY, SEND_FAILURE_LISTENERS, Recorder, SendFailure, describe_failure, locate
 from .static_map import StaticIndex, map_static
 from .trace import _caller
 from .walk import _graph_leaf_error, find_graph_tensors
@@ -97,12 +97,15 @@ class TestWatch:
     _saved_init: Any = None
     _sent_ids: set = field(default_factory=set)
     _quiet: bool = False
+    child_findings: list = field(default_factory=list)  # results children could not send (Finding)
 
     # -- recording ---------------------------------------------------------------------------
     def start(self) -> None:
         rec = self.recorder
         rec.on_put = self._on_put
         rec.on_child_feeder_error = self._child_report
+        rec.on_feeder_error = self._feeder_failed
+        SEND_FAILURE_LISTENERS.append(self._send_failed)
         modules = self.modules
         original_init = nn.Module.__dict__["__init__"]
         self._saved_init = original_init
@@ -122,6 +125,8 @@ class TestWatch:
         self.tracing = rec.tracing
 
     def stop(self) -> None:
+        if self._send_failed in SEND_FAILURE_LISTENERS:
+            SEND_FAILURE_LISTENERS.remove(self._send_failed)
         self.recorder.uninstall()
         if self._saved_init is not None:
             nn.Module.__init__ = self._saved_init
@@ -131,6 +136,7 @@ class TestWatch:
         self.stop()
         self.modules.clear()
         self.roots.clear()
+        self.child_findings.clear()
         self.recorder = Recorder()
 
     def _site(self, frame) -> tuple[str, int] | None:
@@ -224,11 +230,54 @@ class TestWatch:
         self.roots.append(root)
         return None
 
-    def _child_report(self, e, obj) -> None:
-        """In a forked child (a DataLoader worker) that cannot send its result: it ends, so the test
-        fails (the loader notices the dead worker) instead of waiting forever."""
-        print("graphleaf: this worker's result is on the autograd graph and cannot reach the test's process; "
-              "the worker ends here so that the DataLoader raises instead of waiting forever", file=sys.stderr)
+    def _feeder_failed(self, e, obj) -> None:
+        """A ``Queue.put`` of the test could not be pickled (in the queue's feeder thread): whoever reads
+        that queue waits forever.  The object was walked when it was put (a finding); end the test's child
+        processes, so that a test joining its consumer process ends instead of hanging."""
+        print(f"graphleaf: a Queue.put of this test failed in the queue's feeder thread ({e}); its reader would "
+              "wait forever: graphleaf terminates the test's child processes", file=sys.stderr)
+        for child in multiprocessing.active_children():
+            try:
+                child.terminate()
+            except Exception:
+                pass
+
+    def _child_report(self, e, obj):
+        """In a forked child that cannot send its result (it is on the autograd graph), instead of leaving
+        the test waiting forever: a DataLoader worker ends (the loader notices, and raises in the test);
+        another child sends a :class:`SendFailure`, so the test's ``queue.get()`` raises the child's
+        RuntimeError."""
+        if tud.get_worker_info() is not None:
+            print("graphleaf: this DataLoader worker's item is on the autograd graph and cannot reach the test's "
+                  "process; the worker ends here so that the DataLoader raises instead of waiting forever",
+                  file=sys.stderr)
+            return None
+        print("graphleaf: the test's queue.get() gets this error instead of waiting forever", file=sys.stderr)
+        site = self.recorder.put_sites.get(obj)
+        info: dict = {}
+        try:
+            found = find_graph_tensors(obj, _root_name((site.file, site.line) if site else None, "put", obj))
+            if found and site is not None:
+                g = found[0]
+                info = {"file": site.file, "line": site.line, "attribute": g.path, "grad_fn": g.grad_fn,
+                        "shape": list(g.shape)}
+        except Exception:
+            pass
+        return SendFailure(f"graphleaf: a child process could not send its result: {e}", info)
+
+    def _send_failed(self, info: dict) -> None:
+        """In the test's process: a child's result could not be sent (its SendFailure arrived)."""
+        if not info.get("file"):
+            return
+        shape = "(" + ", ".join(str(s) for s in info["shape"]) + ("," if len(info["shape"]) == 1 else "") + ")"
+        self.child_findings.append(Finding(
+            test=self.nodeid, path=display_path(info["file"]), line=info["line"], code="GLF301",
+            message=f"{info['attribute']} {shape} grad_fn={info['grad_fn']}: a child process "
+                    "could not send it to the test's process ('Cowardly refusing to serialize non-leaf tensor'); "
+                    "sent here",
+            object=f"{info['attribute']} (put on a multiprocessing queue by a child process)",
+            attribute=info["attribute"], grad_fn=info["grad_fn"], shape=info["shape"], how="sent",
+            text=linecache.getline(info["file"], info["line"]).strip(), when="when it was sent"))
 
     # -- the check -----------------------------------------------------------------------------
     def check(self) -> list[Finding]:
@@ -247,6 +296,7 @@ class TestWatch:
                 continue
             module_ids.add(id(m))
             walked.append(_Root(m, "model", f"a {type(m).__name__} built in the test", "module"))
+        out += self.child_findings
         for root in roots:
             self._report(root, root.findings, log, index, reported, groups, out)
         for root in walked:
@@ -273,8 +323,10 @@ class TestWatch:
                 if sources:
                     how = "static"
                     places = [(s.file, s.line, s.text) for s in sources[:1]]
-                elif root.site is not None and not g.owners:
-                    how = "sent" if root.kind != "deepcopy" else "copied"  # the tensor itself was sent / copied
+                elif root.site is not None and root.kind != "module":
+                    # no store of it was seen (the tensor itself was sent or copied, or it was made where
+                    # nothing records): the line that sent or copied it
+                    how = "sent" if root.kind != "deepcopy" else "copied"
                     places = [(root.site[0], root.site[1], "")]
                 else:
                     how = "unrecorded"
@@ -371,7 +423,7 @@ def _message(g: GraphTensor, root: _Root, how: str) -> str:
     if how == "stored":
         return f"{where}; stored here"
     if how in ("sent", "copied"):
-        return f"{where}; {how} here"
+        return f"{where}; {how} here (no store of it was recorded)"
     if how == "static":
         return f"{where}; stored here (static finding, the store was not recorded)"
     return f"{where}; no store of it was recorded (made by code outside the test's files?)"

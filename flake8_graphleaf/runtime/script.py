@@ -175,7 +175,7 @@ class Recorder:
             except Exception:
                 pass
             if rec.on_child_feeder_error is not None and os.getpid() != rec.main_pid:
-                rec.check_child_put(obj)
+                obj = rec.check_child_put(obj)
             return original_put(self, obj, block, timeout)
 
         self._patch(multiprocessing.queues.Queue, "put", put)
@@ -202,28 +202,33 @@ class Recorder:
         self._patch(multiprocessing.queues.Queue, "_on_queue_feeder_error", staticmethod(_on_queue_feeder_error))
         self.tracing = self.tracer.install()
 
-    def check_child_put(self, obj) -> None:
+    def check_child_put(self, obj):
         """In a forked child: a result on the autograd graph cannot reach the parent, which would wait
         forever for it (the feeder thread's error is not even printed when the child is already
-        exiting).  Report it now and end the child."""
+        exiting).  Report it now; then end the child (a DataLoader worker: the loader notices), or,
+        when ``on_child_feeder_error`` returns a :class:`SendFailure`, put that instead: the reader's
+        ``get()`` raises the child's error instead of waiting forever."""
         try:
             found = find_graph_tensors(obj)
         except Exception:
-            return
+            return obj
         if not found:
-            return
+            return obj
         try:
             ForkingPickler.dumps(found[0].tensor)
         except RuntimeError as exc:
             error: BaseException = exc
         else:
-            return  # it pickles after all (a reduction of the program's own)
+            return obj  # it pickles after all (a reduction of the program's own)
         print(f"graphleaf: process {os.getpid()} cannot send its result to its parent: {error}", file=sys.stderr)
+        instead = None
         try:
-            self.on_child_feeder_error(error, obj)
+            instead = self.on_child_feeder_error(error, obj)
         finally:
-            sys.stderr.flush()
-            os._exit(EXIT_LOCATED)
+            if not isinstance(instead, SendFailure):
+                sys.stderr.flush()
+                os._exit(EXIT_LOCATED)
+        return instead
 
     def uninstall(self) -> None:
         self.tracer.uninstall()
@@ -496,6 +501,31 @@ def report_feeder_error(rec: Recorder, script: str, out: TextIO):
     return handler
 
 
+class SendFailure:
+    """Put on a queue in place of a result that cannot be pickled: unpickling it in the reader raises the
+    child's error (``RuntimeError: ... Cowardly refusing to serialize non-leaf tensor ...``).  ``info``
+    (the child's put line, the tensor's path) goes to the reader's :data:`SEND_FAILURE_LISTENERS`."""
+
+    def __init__(self, message: str, info: dict | None = None):
+        self.message = message
+        self.info = info or {}
+
+    def __reduce__(self):
+        return (raise_send_failure, (self.message, self.info))
+
+
+SEND_FAILURE_LISTENERS: list = []  # callables(info) run in the reader before it raises
+
+
+def raise_send_failure(message: str, info: dict | None = None):
+    for listener in list(SEND_FAILURE_LISTENERS):
+        try:
+            listener(info or {})
+        except Exception:
+            pass
+    raise RuntimeError(message)
+
+
 class ChildReports:
     """A forked child that cannot send its result reports through here, and the parent stops at once.
 
@@ -578,7 +608,7 @@ def child_send_report(e: BaseException, obj: Any, rec: "Recorder", script: str) 
     else:
         site = rec.put_sites.get(obj)
         call = (site.file, site.line) if site is not None else None
-        head = f"a child process (pid {os.getpid()}) could not send its result to its parent: Queue.put(...)"
+        head = "a child process could not send its result to its parent: Queue.put(...)"
         failure = Failure("pickle", e, obj, _root_name(call, obj, "obj"), call)
         text, items = describe_failure(failure, rec, script)
     return text.replace("sending an object to another process raised the process-boundary error", head, 1)

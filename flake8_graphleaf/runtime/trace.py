@@ -246,7 +246,13 @@ def _store_targets(stmt, cells: frozenset[str]) -> list:
     elif isinstance(stmt, _ast.Expr) and isinstance(stmt.value, _ast.Call):
         call = stmt.value
         func = call.func
-        if isinstance(func, _ast.Attribute):
+        if (isinstance(func, _ast.Name) and func.id == "setattr"
+                or isinstance(func, _ast.Attribute) and func.attr == "__setattr__"
+                and isinstance(func.value, _ast.Name) and func.value.id == "object") and len(call.args) == 3:
+            # setattr(obj, name, value), object.__setattr__(self, name, value): read obj.<name> back
+            out.append(("setattr()", _ast.Call(func=_ast.Name(id="getattr", ctx=_ast.Load()),
+                                               args=call.args[:2], keywords=[]), None))
+        elif isinstance(func, _ast.Attribute):
             name = func.attr
             if name in _CONTAINER_METHODS and call.args:
                 out.append((f".{name}()", call.args[-1], func.value))
@@ -548,6 +554,10 @@ def _read(node, scope):
     if isinstance(node, _ast.UnaryOp) and isinstance(node.op, _ast.USub) and isinstance(node.operand, _ast.Constant):
         v = node.operand.value
         return -v if isinstance(v, (int, float)) else _MISSING
+    if isinstance(node, _ast.Call) and isinstance(node.func, _ast.Name) and node.func.id == "getattr" \
+            and len(node.args) == 2:  # only built by _store_targets for setattr(obj, name, value)
+        base, name = _read(node.args[0], scope), _read(node.args[1], scope)
+        return _MISSING if base is _MISSING or not isinstance(name, str) else _attribute(base, name)
     if isinstance(node, _ast.Tuple):
         parts = [_read(e, scope) for e in node.elts]
         return _MISSING if any(p is _MISSING for p in parts) else tuple(parts)
@@ -559,6 +569,8 @@ def _attribute(obj, name: str):
         d = object.__getattribute__(obj, "__dict__")
     except Exception:
         d = None
+    if name == "__dict__":  # self.__dict__[key] = value
+        return d if type(d) is dict else _MISSING
     if type(d) is dict:
         if name in d:
             return d[name]
