@@ -148,6 +148,14 @@ def test_ini_options_in_pyproject(pytester):
     assert any(line.startswith("seq2seq.py:14: GLF001") for line in summary(result))
 
 
+def test_turned_on_in_conftest(pytester):
+    suite(pytester, "leaky")
+    pytester.makeconftest("def pytest_configure(config):\n    config.option.graphleaf = True\n")
+    result = run(pytester, "test_exact.py")
+    result.assert_outcomes(passed=1)
+    assert any(line.startswith("seq2seq.py:14: GLF001") for line in summary(result))
+
+
 def test_the_marker_is_registered(pytester):
     suite(pytester, "leaky")
     result = run(pytester, "--strict-markers", "--graphleaf", "test_ignored.py")

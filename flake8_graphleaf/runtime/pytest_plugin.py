@@ -56,6 +56,7 @@ def _option(config: pytest.Config, name: str) -> Any:
     return config.getini(name) if value is None else value
 
 
+@pytest.hookimpl(trylast=True)  # after conftest.py files that set config.option.graphleaf
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", f"{MARKER}: do not check this test for graph tensors (pytest --graphleaf)")
