@@ -248,3 +248,28 @@ def test_dataloader_workers_and_queues(pytester):
     queue = data["test_send.py::test_queue"]
     assert (queue["path"], queue["line"], queue["code"]) == ("test_send.py", 17, "GLF301")
     assert queue["object"].startswith("out (put on a multiprocessing queue at test_send.py:17)")
+
+
+def test_a_child_that_cannot_send_its_result_does_not_hang_the_test(pytester):
+    """Without the plugin this test waits forever in queue.get(): the child's result is on the graph."""
+    suite(pytester, "leaky")
+    shutil.copy(os.path.join(ROOT, "fixtures", "incidents", "worker_result_put.py"), str(pytester.path))
+    pytester.makepyfile(test_worker="""
+        import multiprocessing
+
+        import pytest
+        from worker_result_put import work
+
+        def test_worker_result():
+            queue = multiprocessing.get_context("fork").Queue()
+            worker = multiprocessing.get_context("fork").Process(target=work, args=(queue,))
+            worker.start()
+            with pytest.raises(RuntimeError, match="Cowardly refusing to serialize non-leaf tensor"):
+                queue.get()
+            worker.join()
+    """)
+    result = run(pytester, "--graphleaf", "--graphleaf-json=worker.json", "test_worker.py")
+    result.assert_outcomes(passed=1)
+    (item,) = json.loads((pytester.path / "worker.json").read_text())
+    assert (item["path"], item["line"], item["code"], item["how"]) == ("worker_result_put.py", 10, "GLF301", "sent")
+    assert item["text"] == "queue.put(model(torch.randn(4, 3)))  # the result, still on the graph"

@@ -39,7 +39,6 @@ from torch.utils import data as tud
 from .findings import GraphTensor, display_path
 from .script import COWARDLY, SEND_FAILURE_LISTENERS, Recorder, SendFailure, describe_failure, locate
 from .static_map import StaticIndex, map_static
-from .trace import _caller
 from .walk import _graph_leaf_error, find_graph_tensors
 
 _HERE = os.path.abspath(__file__)
@@ -86,6 +85,8 @@ class _Root:
 @dataclass
 class TestWatch:
     """The recording of one test, and its check."""
+
+    __test__ = False  # not a test class, whatever pytest sees it as
 
     nodeid: str
     test_file: str
@@ -160,6 +161,8 @@ class TestWatch:
                 raised[0] = arg[1]
             elif event == "return":
                 exc = raised[0]
+                if isinstance(arg, nn.Module):
+                    self.modules.append(arg)  # a copy is a module of the test too (an EMA teacher)
                 if arg is None and exc is not None and fails(exc) and root.findings is None:
                     try:
                         root.findings = find_graph_tensors(root.obj, root.name, requiring_grad=root.requiring_grad)
