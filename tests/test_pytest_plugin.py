@@ -33,15 +33,16 @@ def suite(pytester: pytest.Pytester, name: str) -> None:
     shutil.copytree(os.path.join(FIXTURES, name), str(pytester.path), dirs_exist_ok=True)
 
 
-_KEEP = ("torch", "numpy", "flake8_graphleaf", "zope", "readline")
+_KEEP = ("torch", "numpy", "flake8_graphleaf", "multiprocessing", "zope", "readline")
 
 
 @pytest.fixture(autouse=True)
 def _keep_torch_loaded(pytester, monkeypatch):
     """An inline pytester run drops the modules it imported when it ends; a torch submodule imported
     lazily by the inner run (the optimizers import torch._dynamo pieces) that registers an operator
-    library cannot be imported twice.  Keep torch (and this package) loaded between inline runs; the
-    fixtures' own modules (seq2seq, training, data) are still dropped, as pytester does."""
+    library cannot be imported twice.  Keep torch (and this package, and multiprocessing, whose classes
+    the recorder patches) loaded between inline runs; the fixtures' own modules (seq2seq, training,
+    data) are still dropped, as pytester does."""
     from _pytest.pytester import SysModulesSnapshot
 
     name = "_Pytester__take_sys_modules_snapshot"
