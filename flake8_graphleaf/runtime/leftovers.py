@@ -32,7 +32,6 @@ from dataclasses import asdict, dataclass, field
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
-import torch
 from torch import nn
 from torch.utils import data as tud
 

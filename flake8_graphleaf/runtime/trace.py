@@ -53,7 +53,7 @@ class StoreLog(list):
                 if rec.owner_id == id(owner) and rec.attribute == chain[0]:
                     last.setdefault((rec.file, rec.line), rec)
         if self.tracer is not None and item.tensor is not None:
-            for rec in self.tracer.records(item.tensor):
+            for rec in self.tracer.records(item.tensor, item.holder):
                 last.setdefault((rec.file, rec.line), rec)
         return list(last.values())
 
@@ -226,7 +226,8 @@ class _Statement:
 
 
 def _store_targets(stmt, cells: frozenset[str]) -> list:
-    """[(how, expression AST, extra)] to read back after ``stmt`` ran."""
+    """[(how, expression to read back, a list whose last item to read instead, what holds the value)]
+    for ``stmt``: the values it stored, read after it ran, and the object it stored them into."""
     out: list = []
 
     def target(t, how="assignment"):
@@ -234,9 +235,9 @@ def _store_targets(stmt, cells: frozenset[str]) -> list:
             for elt in t.elts:
                 target(elt.value if isinstance(elt, _ast.Starred) else elt, how)
         elif isinstance(t, (_ast.Attribute, _ast.Subscript)):
-            out.append(("item" if isinstance(t, _ast.Subscript) else how, t, None))
+            out.append(("item" if isinstance(t, _ast.Subscript) else how, t, None, t.value))
         elif isinstance(t, _ast.Name) and t.id in cells:
-            out.append(("closure cell", t, None))
+            out.append(("closure cell", t, None, None))
 
     if isinstance(stmt, _ast.Assign):
         for t in stmt.targets:
@@ -251,23 +252,23 @@ def _store_targets(stmt, cells: frozenset[str]) -> list:
                 and isinstance(func.value, _ast.Name) and func.value.id == "object") and len(call.args) == 3:
             # setattr(obj, name, value), object.__setattr__(self, name, value): read obj.<name> back
             out.append(("setattr()", _ast.Call(func=_ast.Name(id="getattr", ctx=_ast.Load()),
-                                               args=call.args[:2], keywords=[]), None))
+                                               args=call.args[:2], keywords=[]), None, call.args[0]))
         elif isinstance(func, _ast.Attribute):
             name = func.attr
             if name in _CONTAINER_METHODS and call.args:
-                out.append((f".{name}()", call.args[-1], func.value))
+                out.append((f".{name}()", call.args[-1], func.value, func.value))
             elif name in _MERGE_METHODS:
                 if name in ("setdefault", "__setitem__") and call.args:
-                    out.append((f".{name}()", _ast.Subscript(value=func.value, slice=call.args[0]), None))
+                    out.append((f".{name}()", _ast.Subscript(value=func.value, slice=call.args[0]), None, func.value))
                 else:
-                    out += [(f".{name}()", a, None) for a in call.args]
-                    out += [(f".{name}()", k.value, None) for k in call.keywords]
+                    out += [(f".{name}()", a, None, func.value) for a in call.args]
+                    out += [(f".{name}()", k.value, None, func.value) for k in call.keywords]
             elif name.endswith("_") and not name.startswith("_"):
                 receiver = func.value  # x.mul_(a).add_(b): the tensor at the bottom of the chain
                 while isinstance(receiver, _ast.Call) and isinstance(receiver.func, _ast.Attribute):
                     receiver = receiver.func.value
                 if isinstance(receiver, (_ast.Attribute, _ast.Subscript)):
-                    out.append((f"in-place .{name}()", receiver, None))
+                    out.append((f"in-place .{name}()", receiver, None, receiver.value))
     return out
 
 
@@ -460,22 +461,24 @@ class StoreTracer:
         try:
             names = frame.f_locals
             scope = (names, frame.f_globals, frame.f_builtins)
-            for how, expr, container in stmt.targets:
+            for how, expr, container, holder_expr in stmt.targets:
                 value = _read(expr, scope)
                 if value is _MISSING and container is not None:  # lst.append(f(x)): the list's last item
                     seq = _read(container, scope)
                     if isinstance(seq, (list, _collections.deque)) and len(seq):
                         value = seq[-1]
                 if value is not _MISSING:
-                    self._note(value, how, expr, stmt, filename, 0)
+                    holder = _read(holder_expr, scope) if holder_expr is not None else None
+                    self._note(value, how, expr, stmt, filename, 0, None if holder is _MISSING else holder)
         except Exception:  # never let the observer change the program's behaviour
             pass
 
-    def _note(self, value, how, expr, stmt, filename, depth) -> None:
+    def _note(self, value, how, expr, stmt, filename, depth, holder) -> None:
         if isinstance(value, torch.Tensor):
             if value.grad_fn is None and not (value.requires_grad and not isinstance(value, nn.Parameter)):
                 return
-            key = (filename, stmt.first)
+            holder_id = id(holder) if holder is not None else 0
+            key = (filename, stmt.first, holder_id)
             ident = id(value)
             with self._lock:
                 slot = self._by_tensor.get(ident)
@@ -490,6 +493,7 @@ class StoreTracer:
                     slot[1][key] = StoreRecord(
                         module=_unparse(expr), attribute=how, how=how, file=filename, line=stmt.first,
                         text=stmt.text, grad_fn=type(value.grad_fn).__name__ if value.grad_fn is not None else None,
+                        owner_id=holder_id,
                     )
             return
         if depth >= 2:
@@ -502,13 +506,21 @@ class StoreTracer:
         else:
             return
         for item in items:
-            self._note(item, how, expr, stmt, filename, depth + 1)
+            self._note(item, how, expr, stmt, filename, depth + 1, value)
 
-    def records(self, tensor) -> list[StoreRecord]:
+    def records(self, tensor, holder=None) -> list[StoreRecord]:
+        """The statements that stored ``tensor``; with ``holder`` (the object, list or dict the deepcopy
+        walk found it in), only those that stored it there (a store of the same tensor into a local
+        list of a test is no store into the model)."""
         slot = self._by_tensor.get(id(tensor))
         if slot is None or slot[0]() is not tensor:
             return []
-        return list(slot[1].values())
+        out = {}
+        for rec in slot[1].values():
+            if holder is not None and rec.owner_id and rec.owner_id != id(holder):
+                continue
+            out.setdefault((rec.file, rec.line), rec)
+        return list(out.values())
 
     def clear(self) -> None:
         with self._lock:
