@@ -196,6 +196,7 @@ import weakref as _weakref
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(_THIS_FILE)) + os.sep
 _MISSING = object()
 _HOOK = object()
+_GENERATED_INIT = object()
 _CONTAINER_METHODS = {"append", "appendleft", "insert", "add"}  # the new item is the argument
 _MERGE_METHODS = {"extend", "extendleft", "update", "setdefault", "__setitem__"}
 _SCAN = (256, 16)  # items looked at in a container stored (its last ones), and in the containers in it
@@ -361,12 +362,38 @@ class StoreTracer:
     def _plan(self, code):
         plan = None
         try:
-            if (code.co_name[:1] != "<" or code.co_name == "<module>") and self._is_user(code.co_filename):
+            if code.co_name == "__init__" and code.co_filename[:1] == "<":
+                plan = _GENERATED_INIT  # a dataclass's / attrs class's __init__, made by exec
+            elif (code.co_name[:1] != "<" or code.co_name == "<module>") and self._is_user(code.co_filename):
                 plan = self._make_plan(code)
         except Exception:
             plan = None
         self._plans[code] = plan
         return plan
+
+    def _generated_init(self, frame):
+        """``State(h=h)`` of a dataclass: its generated ``__init__`` stores the fields; at its return,
+        record the graph tensors now in the instance with the line of the user's code that called it."""
+        caller = frame.f_back
+        if caller is None or not self._is_user(caller.f_code.co_filename):
+            return None
+        filename, line = os.path.abspath(caller.f_code.co_filename), caller.f_lineno
+
+        def local(frame_, event, arg):
+            if event == "return":
+                try:
+                    obj = frame_.f_locals.get("self")
+                    fields = vars(obj) if obj is not None and hasattr(obj, "__dict__") else None
+                    if type(fields) is dict:
+                        stmt = _Statement(line, line, [], linecache.getline(filename, line).strip())
+                        for value in list(fields.values())[:_SCAN[0]]:
+                            self._note(value, "construction", _ast.Name(id=type(obj).__name__), stmt, filename, 1,
+                                       obj)
+                except Exception:
+                    pass
+            return local
+
+        return local
 
     def _make_plan(self, code):
         scope = self._files.scope(code.co_filename, code.co_name, code.co_firstlineno)
@@ -415,7 +442,8 @@ class StoreTracer:
         calls_get = self.calls.get
         make_plan = self._plan
         local = self._local
-        missing, hook_mark = _MISSING, _HOOK
+        generated_init = self._generated_init
+        missing, hook_mark, generated = _MISSING, _HOOK, _GENERATED_INIT
 
         def trace(frame, event, arg):  # called for every Python call while installed: keep it short
             code = frame.f_code
@@ -434,6 +462,8 @@ class StoreTracer:
                 plan = make_plan(code)
                 if plan is None:
                     return None
+            if plan is generated:
+                return generated_init(frame)
             return local(plan, os.path.abspath(code.co_filename))
 
         return trace
@@ -503,6 +533,9 @@ class StoreTracer:
             items = value[-_SCAN[depth]:] if tv is not _collections.deque else list(value)[-_SCAN[depth]:]
         elif tv is dict or tv is _collections.OrderedDict or tv is _collections.defaultdict:
             items = list(_itertools.islice(reversed(value.values()), _SCAN[depth]))
+        elif tv is _types.SimpleNamespace or (depth == 0 and _is_record_object(tv)):
+            # self.state = SimpleNamespace(h=h) / a dataclass instance built on this line
+            items = list(_itertools.islice(reversed(vars(value).values()), _SCAN[depth]))
         else:
             return
         for item in items:
@@ -525,6 +558,11 @@ class StoreTracer:
     def clear(self) -> None:
         with self._lock:
             self._by_tensor.clear()
+
+
+def _is_record_object(cls) -> bool:
+    """A plain record class (a dataclass, an attrs class): its instance's fields are what it stores."""
+    return hasattr(cls, "__dataclass_fields__") or hasattr(cls, "__attrs_attrs__")
 
 
 def functools_partial_drop(table: dict, ident: int):
