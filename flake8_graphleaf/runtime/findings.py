@@ -41,6 +41,7 @@ class GraphTensor:
     owners: list[tuple[Any, tuple[str, ...]]] = field(default_factory=list, repr=False, compare=False)
     tensor: Any = field(default=None, repr=False, compare=False)
     grad_of: Any = field(default=None, repr=False, compare=False)  # the leaf whose .grad this tensor is
+    holder: Any = field(default=None, repr=False, compare=False)  # the object, list or dict holding it directly
 
 
     def describe(self) -> str:

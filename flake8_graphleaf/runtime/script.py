@@ -29,6 +29,7 @@ import copy
 import linecache
 import multiprocessing.process
 import multiprocessing.queues
+from multiprocessing.reduction import ForkingPickler
 import os
 import re
 import runpy
@@ -47,8 +48,8 @@ from torch.utils import data as tud
 from .explanation import explain
 from .findings import Findings, GraphTensor, Source, display_path, format_explanation
 from .static_map import StaticIndex, user_class_files
-from .trace import _THIS_FILE as _TRACE_FILE, StoreLog, StoreRecord, _caller
-from .walk import TORCH_DIR, _graph_leaf_error
+from .trace import _THIS_FILE as _TRACE_FILE, StoreLog, StoreRecord, StoreTracer, _caller
+from .walk import TORCH_DIR, _graph_leaf_error, find_graph_tensors
 
 _HERE = os.path.abspath(__file__)
 _COPY_FILE = os.path.abspath(copy.__file__)
@@ -113,7 +114,11 @@ class Recorder:
         self._saved: list[tuple[Any, str, Any]] = []
         self.main_pid = os.getpid()
         self.on_feeder_error = None  # set by run_script
+        self.on_child_feeder_error = None  # (e, obj) in a forked child (a DataLoader worker): report, then exit
         self.stopping = threading.Event()  # a feeder thread is reporting, and will exit the process
+        self.tracer = StoreTracer()  # stores on any object (plain objects, dicts, lists, closure cells)
+        self.on_put = None  # (obj, site) before a Queue.put
+        self.tracing = False
 
     # -- install / uninstall -----------------------------------------------------------
     def _patch(self, owner, name, value) -> None:
@@ -163,22 +168,70 @@ class Recorder:
         def put(self, obj, block=True, timeout=None):
             try:
                 file, line, _lib = _caller(_SKIP + (_MP_FILES,))
-                rec.put_sites.add(obj, Site("Queue.put(...)", file, line))
+                site = Site("Queue.put(...)", file, line)
+                rec.put_sites.add(obj, site)
+                if rec.on_put is not None:
+                    rec.on_put(obj, site)
             except Exception:
                 pass
+            if rec.on_child_feeder_error is not None and os.getpid() != rec.main_pid:
+                obj = rec.check_child_put(obj)
             return original_put(self, obj, block, timeout)
 
         self._patch(multiprocessing.queues.Queue, "put", put)
         original_feeder_error = multiprocessing.queues.Queue.__dict__["_on_queue_feeder_error"]
 
         def _on_queue_feeder_error(e, obj):
-            if os.getpid() == rec.main_pid and rec.on_feeder_error is not None and COWARDLY in str(e):
-                rec.on_feeder_error(e, obj)  # reports and exits: the reader would wait forever
+            if COWARDLY in str(e):
+                if os.getpid() == rec.main_pid:
+                    if rec.on_feeder_error is not None:
+                        rec.on_feeder_error(e, obj)  # reports and exits: the reader would wait forever
+                else:
+                    # A forked child (a DataLoader worker with batch_size=None, a Process putting its
+                    # result) cannot send what it made: its reader would wait forever.  Say so, let the
+                    # parent know, and end the child, so that the parent fails instead of hanging.
+                    original_feeder_error.__func__(e, obj)
+                    try:
+                        if rec.on_child_feeder_error is not None:
+                            rec.on_child_feeder_error(e, obj)
+                    finally:
+                        sys.stderr.flush()
+                        os._exit(EXIT_LOCATED)
             return original_feeder_error.__func__(e, obj)
 
         self._patch(multiprocessing.queues.Queue, "_on_queue_feeder_error", staticmethod(_on_queue_feeder_error))
+        self.tracing = self.tracer.install()
+
+    def check_child_put(self, obj):
+        """In a forked child: a result on the autograd graph cannot reach the parent, which would wait
+        forever for it (the feeder thread's error is not even printed when the child is already
+        exiting).  Report it now; then end the child (a DataLoader worker: the loader notices), or,
+        when ``on_child_feeder_error`` returns a :class:`SendFailure`, put that instead: the reader's
+        ``get()`` raises the child's error instead of waiting forever."""
+        try:
+            found = find_graph_tensors(obj)
+        except Exception:
+            return obj
+        if not found:
+            return obj
+        try:
+            ForkingPickler.dumps(found[0].tensor)
+        except RuntimeError as exc:
+            error: BaseException = exc
+        else:
+            return obj  # it pickles after all (a reduction of the program's own)
+        print(f"graphleaf: process {os.getpid()} cannot send its result to its parent: {error}", file=sys.stderr)
+        instead = None
+        try:
+            instead = self.on_child_feeder_error(error, obj)
+        finally:
+            if not isinstance(instead, SendFailure):
+                sys.stderr.flush()
+                os._exit(EXIT_LOCATED)
+        return instead
 
     def uninstall(self) -> None:
+        self.tracer.uninstall()
         while self._saved:
             owner, name, value = self._saved.pop()
             setattr(owner, name, value)
@@ -199,6 +252,7 @@ class Recorder:
 
     def store_log(self) -> StoreLog:
         log = StoreLog()
+        log.tracer = self.tracer
         for (_ident, _key), (ref, by_line) in self.stores.items():
             if ref() is not None:
                 log.extend(by_line.values())
@@ -265,7 +319,7 @@ def _library(frames, upto: int) -> str | None:
     return None
 
 
-_ROOT_NAME = re.compile(r"\b(?:deepcopy|AveragedModel|ModelEma\w*|put|Process|DataLoader)\s*\(\s*(?:[\w]+\s*=\s*)?([A-Za-z_][\w.]*)")
+_ROOT_NAME = re.compile(r"\b(?:deepcopy|AveragedModel|ModelEma\w*|put|Process|DataLoader)\s*\(\s*(?:[\w]+\s*=\s*)?([A-Za-z_][\w.]*)(?![\w.]|\s*\()")
 
 
 def _root_name(call: tuple[str, int] | None, obj: Any, default: str) -> str:
@@ -447,6 +501,119 @@ def report_feeder_error(rec: Recorder, script: str, out: TextIO):
     return handler
 
 
+class SendFailure:
+    """Put on a queue in place of a result that cannot be pickled: unpickling it in the reader raises the
+    child's error (``RuntimeError: ... Cowardly refusing to serialize non-leaf tensor ...``).  ``info``
+    (the child's put line, the tensor's path) goes to the reader's :data:`SEND_FAILURE_LISTENERS`."""
+
+    def __init__(self, message: str, info: dict | None = None):
+        self.message = message
+        self.info = info or {}
+
+    def __reduce__(self):
+        return (raise_send_failure, (self.message, self.info))
+
+
+SEND_FAILURE_LISTENERS: list = []  # callables(info) run in the reader before it raises
+
+
+def raise_send_failure(message: str, info: dict | None = None):
+    for listener in list(SEND_FAILURE_LISTENERS):
+        try:
+            listener(info or {})
+        except Exception:
+            pass
+    raise RuntimeError(message)
+
+
+class ChildReports:
+    """A forked child that cannot send its result reports through here, and the parent stops at once.
+
+    The child (it has the recorder's records, copied at fork) writes its report to a file of a private
+    folder and its pid to a pipe; a thread of the parent, blocked on that pipe, prints the report,
+    terminates the script's child processes and exits 1: the parent would otherwise wait forever for
+    the result (a ``DataLoader`` with ``batch_size=None`` whose worker cannot send an item that is on
+    the autograd graph; a ``Process`` whose ``Queue.put`` of its result fails in its feeder thread).
+    Only forked children report: a spawned child does not run the recorder.
+    """
+
+    def __init__(self, out: TextIO, stopping: threading.Event):
+        import tempfile
+
+        self.folder = tempfile.mkdtemp(prefix="graphleaf-explain-")
+        self.read_fd, self.write_fd = os.pipe()
+        self.out = out
+        self.stopping = stopping
+        threading.Thread(target=self._watch, name="graphleaf-child-reports", daemon=True).start()
+
+    def send(self, text: str) -> None:  # in the child
+        path = os.path.join(self.folder, f"{os.getpid()}.txt")
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.write(self.write_fd, f"{os.getpid()}\n".encode())
+
+    def _watch(self) -> None:  # in the parent
+        buf = b""
+        while b"\n" not in buf:
+            try:
+                chunk = os.read(self.read_fd, 64)
+            except OSError:
+                return
+            if not chunk:
+                return
+            buf += chunk
+        self.stopping.set()
+        pid = buf.split(b"\n", 1)[0].decode()
+        try:
+            with open(os.path.join(self.folder, f"{pid}.txt"), encoding="utf-8") as fh:
+                text = fh.read()
+            print(text, file=self.out)
+            print("\n(the parent process would wait forever for that result: graphleaf explain stops the script "
+                  "here, exit 1)", file=self.out)
+            self.out.flush()
+        finally:
+            sys.stderr.flush()
+            for child in multiprocessing.active_children():
+                try:
+                    child.terminate()
+                    child.join(2)
+                except Exception:
+                    pass
+            self.close()
+            os._exit(EXIT_LOCATED)
+
+    def close(self) -> None:
+        import shutil
+
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def child_send_report(e: BaseException, obj: Any, rec: "Recorder", script: str) -> str:
+    """The report of a forked child whose result could not be pickled for its parent."""
+    info = tud.get_worker_info()
+    if info is not None:  # a DataLoader worker: the item it made is on the graph
+        dataset = info.dataset
+        site = rec.given.get(dataset) or rec.sites.get(dataset)
+        call = (site.file, site.line) if site is not None else None
+        index, item = obj if isinstance(obj, tuple) and len(obj) == 2 else (None, obj)
+        head = (f"a DataLoader worker (worker {info.id}) could not send "
+                + (f"item {index!r}" if isinstance(index, int) else "its result")
+                + " to the main process (batch_size=None sends each item as it is, and this one is on the "
+                  "autograd graph)")
+        failure = Failure("pickle", e, dataset, "dataset", call)
+        text, items = describe_failure(failure, rec, script)
+        if not items:  # made in __getitem__, not kept on the dataset: show the item itself
+            failure = Failure("pickle", e, item, "item", call)
+            text, items = describe_failure(failure, rec, script)
+    else:
+        site = rec.put_sites.get(obj)
+        call = (site.file, site.line) if site is not None else None
+        head = "a child process could not send its result to its parent: Queue.put(...)"
+        failure = Failure("pickle", e, obj, _root_name(call, obj, "obj"), call)
+        text, items = describe_failure(failure, rec, script)
+    return text.replace("sending an object to another process raised the process-boundary error", head, 1)
+
+
 # ------------------------------------------------------------------ running the script
 
 
@@ -464,6 +631,8 @@ def run_script(script: str, argv: list[str] | None = None, out: TextIO | None = 
         return EXIT_USAGE
     rec = Recorder()
     rec.on_feeder_error = report_feeder_error(rec, path, out)
+    children = ChildReports(out, rec.stopping)
+    rec.on_child_feeder_error = lambda e, obj: children.send(child_send_report(e, obj, rec, path))
     saved_argv, saved_path0 = sys.argv[:], sys.path[0] if sys.path else None
     sys.argv = [script, *(argv or [])]
     folder = os.path.dirname(path)
@@ -490,6 +659,7 @@ def run_script(script: str, argv: list[str] | None = None, out: TextIO | None = 
     shown = display_path(path)
     if rec.stopping.is_set():
         threading.Event().wait(30)  # the feeder thread reports and calls os._exit(1)
+    children.close()
     if error is None:
         if code is None or code == 0:
             print(f"graphleaf explain: {shown} ran to the end; no graph-leaf error was raised", file=out)

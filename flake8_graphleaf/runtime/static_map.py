@@ -73,12 +73,21 @@ class StaticIndex:
         if path not in self._cache:
             from ..analysis import analyze_source
 
-            try:
-                with open(path, encoding="utf-8") as fh:
-                    src = fh.read()
-                self._cache[path] = analyze_source(src, path)
-            except (OSError, SyntaxError, UnicodeDecodeError, RecursionError, ValueError):
-                self._cache[path] = []
+            for attempt in range(2):
+                try:
+                    with open(path, encoding="utf-8") as fh:
+                        src = fh.read()
+                    self._cache[path] = analyze_source(src, path)
+                except SystemError:
+                    # CPython 3.11's ast module keeps one recursion counter for all threads: a parse in
+                    # another thread at the same moment (a traceback printed by a queue's feeder
+                    # thread parses its source lines) can fail this one with "AST constructor
+                    # recursion depth mismatch".  The failure is transient: parse again.
+                    self._cache[path] = []
+                    continue
+                except (OSError, SyntaxError, UnicodeDecodeError, RecursionError, ValueError):
+                    self._cache[path] = []
+                break
         return self._cache[path]
 
 

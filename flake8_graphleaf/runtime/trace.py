@@ -12,7 +12,7 @@ import linecache
 import os
 import sys
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Any, Iterator
 
 import torch
 from torch import nn
@@ -40,16 +40,21 @@ class StoreRecord:
 
 
 class StoreLog(list):
-    """Records of :func:`trace_stores`, in the order they happened."""
+    """Records of :func:`trace_stores`, in the order they happened; with a :class:`StoreTracer`
+    (``tracer``), also the statements seen storing each tensor itself, on any object."""
+
+    tracer: "StoreTracer | None" = None
 
     def records_for(self, item: GraphTensor) -> list[StoreRecord]:
-        if not item.owners or not item.owners[0][1]:
-            return []
-        owner, chain = item.owners[0]
-        last: dict[tuple[str, int, str], StoreRecord] = {}
-        for rec in self:
-            if rec.owner_id == id(owner) and rec.attribute == chain[0]:
-                last[(rec.file, rec.line, rec.how)] = rec
+        last: dict[tuple[str, int], StoreRecord] = {}
+        if item.owners and item.owners[0][1]:
+            owner, chain = item.owners[0]
+            for rec in self:
+                if rec.owner_id == id(owner) and rec.attribute == chain[0]:
+                    last.setdefault((rec.file, rec.line), rec)
+        if self.tracer is not None and item.tensor is not None:
+            for rec in self.tracer.records(item.tensor, item.holder):
+                last.setdefault((rec.file, rec.line), rec)
         return list(last.values())
 
     def __str__(self) -> str:
@@ -120,8 +125,9 @@ def trace_stores(model: nn.Module, name: str = "model") -> Iterator[StoreLog]:
     first frame outside torch, plus the torch frame when library code made the store,
     e.g. legacy weight_norm's pre-hook).  It only observes: results are unchanged.
     Nothing is patched outside the ``with`` block, so there is no cost when unused.
-    Stores into containers (``self.features.append(x)``) are not seen; the static
-    findings name those.
+    While the block runs, :class:`StoreTracer` also records the user's statements that put a
+    graph tensor on any other object (a plain object's attribute, a dict or list item, a closure's
+    cell), by tensor identity: ``log.records_for(item)`` returns both kinds.
     """
     log = StoreLog()
     names = {id(m): module_name(name, n) for n, m in model.named_modules(remove_duplicate=False)}
@@ -152,8 +158,500 @@ def trace_stores(model: nn.Module, name: str = "model") -> Iterator[StoreLog]:
 
     nn.Module.__setattr__ = traced_setattr
     mode = _InplaceMode(watch, log, names)
+    tracer = StoreTracer()  # stores on any object: a helper's dict, a cache object, a closure's cell
+    log.tracer = tracer
+    tracer.install()
     try:
         with mode:
             yield log
     finally:
+        tracer.uninstall()
         nn.Module.__setattr__ = original
+
+
+# --------------------------------------------------------------------------- stores on any object
+
+# The recorder above sees ``nn.Module.__setattr__`` only.  A graph tensor kept on a plain object (a
+# training wrapper, a cache object), in a dict or list held by one, or in a closure's cell goes
+# through no hookable method: ``obj.attr = x``, ``d[k] = x``, ``lst.append(x)`` and ``nonlocal``
+# stores are bytecodes of the user's own code.  :class:`StoreTracer` watches those statements with
+# ``sys.settrace``: frames of files outside the user's code (torch, the standard library, site
+# packages, this package) get no line events at all; in the user's frames only the statements that
+# can store somewhere lasting are looked at, and after such a statement has run its target is read
+# back *without running any of the program's code* (instance ``__dict__``, slots, a module's
+# parameter/buffer/submodule dicts, ``dict.get``, ``list`` indexing; never a property, never a
+# ``__getitem__`` of the program's own classes).  Each graph tensor found there is recorded by
+# identity (a weak reference), with the file:line of the statement, so a tensor found later by the
+# deepcopy walk is named by the very line that stored it.
+
+import ast as _ast
+import collections as _collections
+import functools
+import itertools as _itertools
+import sysconfig as _sysconfig
+import threading as _threading
+import types as _types
+import weakref as _weakref
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(_THIS_FILE)) + os.sep
+_MISSING = object()
+_HOOK = object()
+_GENERATED_INIT = object()
+_CONTAINER_METHODS = {"append", "appendleft", "insert", "add"}  # the new item is the argument
+_MERGE_METHODS = {"extend", "extendleft", "update", "setdefault", "__setitem__"}
+_SCAN = (256, 16)  # items looked at in a container stored (its last ones), and in the containers in it
+
+
+@functools.lru_cache(maxsize=1)
+def _library_dirs() -> tuple[str, ...]:
+    dirs = {TORCH_DIR, _PACKAGE_DIR}
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        try:
+            path = _sysconfig.get_paths()[key]
+        except KeyError:
+            continue
+        dirs.add(os.path.abspath(path) + os.sep)
+    for path in sys.path:
+        if path and ("site-packages" in path or "dist-packages" in path):
+            dirs.add(os.path.abspath(path) + os.sep)
+    return tuple(sorted(dirs))
+
+
+class _Statement:
+    """One simple statement of the user's code that may store a value somewhere lasting."""
+
+    __slots__ = ("first", "last", "targets", "text")
+
+    def __init__(self, first: int, last: int, targets: list, text: str):
+        self.first, self.last, self.targets, self.text = first, last, targets, text
+
+
+def _store_targets(stmt, cells: frozenset[str]) -> list:
+    """[(how, expression to read back, a list whose last item to read instead, what holds the value)]
+    for ``stmt``: the values it stored, read after it ran, and the object it stored them into."""
+    out: list = []
+
+    def target(t, how="assignment"):
+        if isinstance(t, (_ast.Tuple, _ast.List)):
+            for elt in t.elts:
+                target(elt.value if isinstance(elt, _ast.Starred) else elt, how)
+        elif isinstance(t, (_ast.Attribute, _ast.Subscript)):
+            out.append(("item" if isinstance(t, _ast.Subscript) else how, t, None, t.value))
+        elif isinstance(t, _ast.Name) and t.id in cells:
+            out.append(("closure cell", t, None, None))
+
+    if isinstance(stmt, _ast.Assign):
+        for t in stmt.targets:
+            target(t)
+    elif isinstance(stmt, (_ast.AugAssign, _ast.AnnAssign)) and getattr(stmt, "value", None) is not None:
+        target(stmt.target, "augmented assignment" if isinstance(stmt, _ast.AugAssign) else "assignment")
+    elif isinstance(stmt, _ast.Expr) and isinstance(stmt.value, _ast.Call):
+        call = stmt.value
+        func = call.func
+        if (isinstance(func, _ast.Name) and func.id == "setattr"
+                or isinstance(func, _ast.Attribute) and func.attr == "__setattr__"
+                and isinstance(func.value, _ast.Name) and func.value.id == "object") and len(call.args) == 3:
+            # setattr(obj, name, value), object.__setattr__(self, name, value): read obj.<name> back
+            out.append(("setattr()", _ast.Call(func=_ast.Name(id="getattr", ctx=_ast.Load()),
+                                               args=call.args[:2], keywords=[]), None, call.args[0]))
+        elif isinstance(func, _ast.Attribute):
+            name = func.attr
+            if name in _CONTAINER_METHODS and call.args:
+                out.append((f".{name}()", call.args[-1], func.value, func.value))
+            elif name in _MERGE_METHODS:
+                if name in ("setdefault", "__setitem__") and call.args:
+                    out.append((f".{name}()", _ast.Subscript(value=func.value, slice=call.args[0]), None, func.value))
+                else:
+                    out += [(f".{name}()", a, None, func.value) for a in call.args]
+                    out += [(f".{name}()", k.value, None, func.value) for k in call.keywords]
+            elif name.endswith("_") and not name.startswith("_"):
+                receiver = func.value  # x.mul_(a).add_(b): the tensor at the bottom of the chain
+                while isinstance(receiver, _ast.Call) and isinstance(receiver.func, _ast.Attribute):
+                    receiver = receiver.func.value
+                if isinstance(receiver, (_ast.Attribute, _ast.Subscript)):
+                    out.append((f"in-place .{name}()", receiver, None, receiver.value))
+    return out
+
+
+def _own_statements(body) -> Iterator:
+    """The simple statements of a function body (compound statements opened, nested scopes not)."""
+    stack = list(reversed(body))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (_ast.FunctionDef, _ast.AsyncFunctionDef, _ast.ClassDef)):
+            continue
+        if isinstance(node, (_ast.Assign, _ast.AugAssign, _ast.AnnAssign, _ast.Expr)):
+            yield node
+            continue
+        children = []
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            part = getattr(node, field, None)
+            if isinstance(part, list):
+                children += [c for c in part if isinstance(c, _ast.AST)]
+        stack += reversed(children)
+
+
+class _FileIndex:
+    """Per source file: its AST, and the scopes (functions, the module) by (name, first line)."""
+
+    def __init__(self):
+        self.scopes: dict[str, tuple[list[str], dict[tuple[str, int], Any] | None]] = {}
+
+    def scope(self, filename: str, name: str, firstlineno: int):
+        lines = linecache.getlines(filename)
+        entry = self.scopes.get(filename)
+        if entry is None or entry[0] is not lines:  # new, or linecache read the file again
+            entry = self.scopes[filename] = (lines, self._index(filename, lines))
+        table = entry[1]
+        if table is None:
+            return None
+        return table.get((name, firstlineno))
+
+    @staticmethod
+    def _index(filename: str, lines: list[str]):
+        if not lines:
+            return None
+        try:
+            tree = _ast.parse("".join(lines), filename)
+        except (SyntaxError, ValueError, RecursionError):
+            return None
+        table: dict[tuple[str, int], Any] = {("<module>", 1): tree}
+        for node in _ast.walk(tree):
+            if isinstance(node, (_ast.FunctionDef, _ast.AsyncFunctionDef)):
+                first = min([d.lineno for d in node.decorator_list] + [node.lineno])
+                table[(node.name, first)] = node
+        return table
+
+
+class StoreTracer:
+    """Record, by tensor identity, the user's statements that stored a graph tensor somewhere lasting.
+
+    ``install()`` / ``uninstall()`` (the calling thread; nothing is patched).  ``records(t)`` gives the
+    :class:`StoreRecord` of every statement seen storing ``t``.  ``calls`` maps code objects of library
+    functions to a callback ``f(frame)`` run when that function starts (how the pytest plugin sees
+    ``copy.deepcopy`` and the other process boundaries without replacing them); the callback may return
+    a local trace function for that frame.  Another tracer (a debugger, coverage) already installed
+    is left alone: ``install()`` then returns False and nothing is recorded.
+    """
+
+    # What each code object needs (None: nothing, not the user's code), shared by every tracer of the
+    # process with the default idea of "the user's code": a test suite plans each function once.
+    _shared_plans: dict[Any, Any] = {}
+    _shared_files = _FileIndex()
+
+    def __init__(self, is_user_file=None):
+        self._library = _library_dirs()
+        self._is_user = is_user_file or self._default_user_file
+        if is_user_file is None:
+            self._plans, self._files = StoreTracer._shared_plans, StoreTracer._shared_files
+        else:
+            self._plans, self._files = {}, _FileIndex()
+        self._by_tensor: dict[int, tuple[Any, dict[tuple[str, int], StoreRecord]]] = {}
+        self._lock = _threading.Lock()
+        self.calls: dict[Any, Any] = {}
+        self.active = False
+        self._trace = None
+
+    # -- which code is the user's --------------------------------------------------------
+    def _default_user_file(self, filename: str) -> bool:
+        if not filename or filename[0] == "<":
+            return False
+        filename = os.path.abspath(filename)
+        return not filename.startswith(self._library)
+
+    def _plan(self, code):
+        plan = None
+        try:
+            if code.co_name == "__init__" and code.co_filename[:1] == "<":
+                plan = _GENERATED_INIT  # a dataclass's / attrs class's __init__, made by exec
+            elif (code.co_name[:1] != "<" or code.co_name == "<module>") and self._is_user(code.co_filename):
+                plan = self._make_plan(code)
+        except Exception:
+            plan = None
+        self._plans[code] = plan
+        return plan
+
+    def _generated_init(self, frame):
+        """``State(h=h)`` of a dataclass: its generated ``__init__`` stores the fields; at its return,
+        record the graph tensors now in the instance with the line of the user's code that called it."""
+        caller = frame.f_back
+        if caller is None or not self._is_user(caller.f_code.co_filename):
+            return None
+        filename, line = os.path.abspath(caller.f_code.co_filename), caller.f_lineno
+
+        def local(frame_, event, arg):
+            if event == "return":
+                try:
+                    obj = frame_.f_locals.get("self")
+                    fields = vars(obj) if obj is not None and hasattr(obj, "__dict__") else None
+                    if type(fields) is dict:
+                        stmt = _Statement(line, line, [], linecache.getline(filename, line).strip())
+                        for value in list(fields.values())[:_SCAN[0]]:
+                            self._note(value, "construction", _ast.Name(id=type(obj).__name__), stmt, filename, 1,
+                                       obj)
+                except Exception:
+                    pass
+            return local
+
+        return local
+
+    def _make_plan(self, code):
+        scope = self._files.scope(code.co_filename, code.co_name, code.co_firstlineno)
+        if scope is None:
+            return None
+        cells = frozenset(code.co_cellvars) | frozenset(code.co_freevars)
+        if isinstance(scope, _ast.Module):
+            cells = frozenset()
+        plan: dict[int, _Statement] = {}
+        for stmt in _own_statements(scope.body):
+            targets = _store_targets(stmt, cells)
+            if not targets:
+                continue
+            last = getattr(stmt, "end_lineno", None) or stmt.lineno
+            text = linecache.getline(code.co_filename, stmt.lineno).strip()
+            entry = _Statement(stmt.lineno, last, targets, text)
+            for line in range(stmt.lineno, last + 1):
+                plan.setdefault(line, entry)
+        return plan or None
+
+    # -- the trace functions ----------------------------------------------------------------
+    def install(self) -> bool:
+        if sys.gettrace() is not None:
+            return False
+        self.active = True
+        self._trace = self._make_global()
+        sys.settrace(self._trace)
+        return True
+
+    def uninstall(self) -> None:
+        if self.active:
+            if sys.gettrace() is self._trace:
+                sys.settrace(None)
+            self.active = False
+
+    def watch(self, function, callback) -> None:
+        """Call ``callback(frame)`` each time ``function`` (a Python function) starts; what it returns is
+        that frame's local trace function (or None)."""
+        code = getattr(function, "__code__", None)
+        if code is not None:
+            self.calls[code] = callback
+            self._plans[code] = _HOOK
+
+    def _make_global(self):
+        plans_get = self._plans.get
+        calls_get = self.calls.get
+        make_plan = self._plan
+        local = self._local
+        generated_init = self._generated_init
+        missing, hook_mark, generated = _MISSING, _HOOK, _GENERATED_INIT
+
+        def trace(frame, event, arg):  # called for every Python call while installed: keep it short
+            code = frame.f_code
+            plan = plans_get(code, missing)
+            if plan is None:
+                return None
+            if plan is hook_mark:
+                hook = calls_get(code)
+                if hook is None:
+                    return None
+                try:
+                    return hook(frame)
+                except Exception:  # never let the observer change the program's behaviour
+                    return None
+            if plan is missing:
+                plan = make_plan(code)
+                if plan is None:
+                    return None
+            if plan is generated:
+                return generated_init(frame)
+            return local(plan, os.path.abspath(code.co_filename))
+
+        return trace
+
+    def _local(self, plan, filename):
+        pending = None
+        check = self._check
+
+        def local(frame, event, arg):
+            nonlocal pending
+            if pending is not None:
+                if event == "line" and plan.get(frame.f_lineno) is pending:
+                    return local  # still inside the same (multi-line) statement
+                if event != "exception":
+                    check(frame, pending, filename)
+                pending = None
+            if event == "line":
+                pending = plan.get(frame.f_lineno)
+            return local
+
+        return local
+
+    # -- reading the stored values back ------------------------------------------------------
+    def _check(self, frame, stmt: _Statement, filename: str) -> None:
+        try:
+            names = frame.f_locals
+            scope = (names, frame.f_globals, frame.f_builtins)
+            for how, expr, container, holder_expr in stmt.targets:
+                value = _read(expr, scope)
+                if value is _MISSING and container is not None:  # lst.append(f(x)): the list's last item
+                    seq = _read(container, scope)
+                    if isinstance(seq, (list, _collections.deque)) and len(seq):
+                        value = seq[-1]
+                if value is not _MISSING:
+                    holder = _read(holder_expr, scope) if holder_expr is not None else None
+                    self._note(value, how, expr, stmt, filename, 0, None if holder is _MISSING else holder)
+        except Exception:  # never let the observer change the program's behaviour
+            pass
+
+    def _note(self, value, how, expr, stmt, filename, depth, holder) -> None:
+        if isinstance(value, torch.Tensor):
+            if value.grad_fn is None and not (value.requires_grad and not isinstance(value, nn.Parameter)):
+                return
+            holder_id = id(holder) if holder is not None else 0
+            key = (filename, stmt.first, holder_id)
+            ident = id(value)
+            with self._lock:
+                slot = self._by_tensor.get(ident)
+                if slot is None or slot[0]() is not value:
+                    try:
+                        ref = _weakref.ref(value, functools_partial_drop(self._by_tensor, ident))
+                    except TypeError:
+                        return
+                    slot = (ref, {})
+                    self._by_tensor[ident] = slot
+                if key not in slot[1]:
+                    slot[1][key] = StoreRecord(
+                        module=_unparse(expr), attribute=how, how=how, file=filename, line=stmt.first,
+                        text=stmt.text, grad_fn=type(value.grad_fn).__name__ if value.grad_fn is not None else None,
+                        owner_id=holder_id,
+                    )
+            return
+        if depth >= 2:
+            return
+        tv = type(value)
+        if tv is list or tv is tuple or tv is _collections.deque:
+            items = value[-_SCAN[depth]:] if tv is not _collections.deque else list(value)[-_SCAN[depth]:]
+        elif tv is dict or tv is _collections.OrderedDict or tv is _collections.defaultdict:
+            items = list(_itertools.islice(reversed(value.values()), _SCAN[depth]))
+        elif tv is _types.SimpleNamespace or (depth == 0 and _is_record_object(tv)):
+            # self.state = SimpleNamespace(h=h) / a dataclass instance built on this line
+            items = list(_itertools.islice(reversed(vars(value).values()), _SCAN[depth]))
+        else:
+            return
+        for item in items:
+            self._note(item, how, expr, stmt, filename, depth + 1, value)
+
+    def records(self, tensor, holder=None) -> list[StoreRecord]:
+        """The statements that stored ``tensor``; with ``holder`` (the object, list or dict the deepcopy
+        walk found it in), only those that stored it there (a store of the same tensor into a local
+        list of a test is no store into the model)."""
+        slot = self._by_tensor.get(id(tensor))
+        if slot is None or slot[0]() is not tensor:
+            return []
+        out = {}
+        for rec in slot[1].values():
+            if holder is not None and rec.owner_id and rec.owner_id != id(holder):
+                continue
+            out.setdefault((rec.file, rec.line), rec)
+        return list(out.values())
+
+    def clear(self) -> None:
+        with self._lock:
+            self._by_tensor.clear()
+
+
+def _is_record_object(cls) -> bool:
+    """A plain record class (a dataclass, an attrs class): its instance's fields are what it stores."""
+    return hasattr(cls, "__dataclass_fields__") or hasattr(cls, "__attrs_attrs__")
+
+
+def functools_partial_drop(table: dict, ident: int):
+    def drop(ref, table=table, ident=ident):
+        slot = table.get(ident)
+        if slot is not None and slot[0] is ref:
+            table.pop(ident, None)
+
+    return drop
+
+
+def _unparse(expr) -> str:
+    try:
+        return _ast.unparse(expr)
+    except Exception:
+        return "?"
+
+
+def _read(node, scope):
+    """The value of a simple expression in a frame, read without running the program's code."""
+    if isinstance(node, _ast.Name):
+        for names in scope:
+            if node.id in names:
+                return names[node.id]
+        return _MISSING
+    if isinstance(node, _ast.Constant):
+        return node.value
+    if isinstance(node, _ast.Attribute):
+        base = _read(node.value, scope)
+        return _MISSING if base is _MISSING else _attribute(base, node.attr)
+    if isinstance(node, _ast.Subscript):
+        base = _read(node.value, scope)
+        if base is _MISSING:
+            return _MISSING
+        if isinstance(base, torch.Tensor):
+            return base  # buf[i] = x: the tensor itself now holds x's history
+        key = _read(node.slice, scope)
+        return _MISSING if key is _MISSING else _item(base, key)
+    if isinstance(node, _ast.UnaryOp) and isinstance(node.op, _ast.USub) and isinstance(node.operand, _ast.Constant):
+        v = node.operand.value
+        return -v if isinstance(v, (int, float)) else _MISSING
+    if isinstance(node, _ast.Call) and isinstance(node.func, _ast.Name) and node.func.id == "getattr" \
+            and len(node.args) == 2:  # only built by _store_targets for setattr(obj, name, value)
+        base, name = _read(node.args[0], scope), _read(node.args[1], scope)
+        return _MISSING if base is _MISSING or not isinstance(name, str) else _attribute(base, name)
+    if isinstance(node, _ast.Tuple):
+        parts = [_read(e, scope) for e in node.elts]
+        return _MISSING if any(p is _MISSING for p in parts) else tuple(parts)
+    return _MISSING
+
+
+def _attribute(obj, name: str):
+    try:
+        d = object.__getattribute__(obj, "__dict__")
+    except Exception:
+        d = None
+    if name == "__dict__":  # self.__dict__[key] = value
+        return d if type(d) is dict else _MISSING
+    if type(d) is dict:
+        if name in d:
+            return d[name]
+        if isinstance(obj, nn.Module):
+            for part in ("_parameters", "_buffers", "_modules"):
+                sub = d.get(part)
+                if type(sub) is dict and name in sub:
+                    return sub[name]
+    for klass in type(obj).__mro__:
+        value = klass.__dict__.get(name, _MISSING)
+        if value is _MISSING:
+            continue
+        if type(value) is _types.MemberDescriptorType:  # a __slots__ entry
+            try:
+                return value.__get__(obj, type(obj))
+            except AttributeError:
+                return _MISSING
+        return _MISSING  # a property or another descriptor: not run
+    return _MISSING
+
+
+def _item(container, key):
+    try:
+        if isinstance(container, dict):
+            return dict.get(container, key, _MISSING)
+        if isinstance(container, list) and type(key) is int:
+            return list.__getitem__(container, key)
+        if isinstance(container, tuple) and type(key) is int:
+            return tuple.__getitem__(container, key)
+        if isinstance(container, _collections.deque) and type(key) is int:
+            return _collections.deque.__getitem__(container, key)
+    except (IndexError, TypeError):
+        return _MISSING
+    return _MISSING

@@ -48,7 +48,8 @@ _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 # A path is a linked list of nodes (parent, kind, key, owner), rendered only for reports.
 # ATTR nodes are attributes of ``owner`` (a module or an object whose state deepcopy
-# copies); they make the attribute chains that the static mapping compares.
+# copies); they make the attribute chains that the static mapping compares.  KEY and INDEX
+# nodes name their container as ``owner`` (the object a recorded store put the tensor into).
 _ATTR, _KEY, _INDEX, _RAW = 0, 1, 2, 3
 _EMPTY_SKIP = (dict, list, tuple, set, frozenset, collections.OrderedDict)
 
@@ -113,7 +114,8 @@ def _graph_leaf_error(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and "graph leaves" in str(exc)
 
 
-def find_graph_tensors(obj: Any, name: str | None = None, *, requiring_grad: bool = False) -> Findings:
+def find_graph_tensors(obj: Any, name: str | None = None, *, requiring_grad: bool = False,
+                       seen: set[int] | None = None) -> Findings:
     """Every tensor that ``copy.deepcopy(obj)`` would reach and that is not a graph leaf.
 
     The walk follows deepcopy's own rules: lists, tuples and dicts item by item; a bound
@@ -128,12 +130,17 @@ def find_graph_tensors(obj: Any, name: str | None = None, *, requiring_grad: boo
 
     With ``requiring_grad=True`` leaves that require grad (``nn.Parameter`` included) are
     reported too: what a ``DataLoader`` worker cannot batch (process-boundary checks).
+
+    ``seen`` (the ids of objects already walked) may be shared between calls: walking several roots
+    that share objects (the modules a test made, with their submodules), each object is walked, and
+    each tensor reported, once, under the first root that reaches it.
     """
     if name is None:
         name = "model" if isinstance(obj, nn.Module) else "obj"
     found: list[GraphTensor] = []
     problems: list[Problem] = []
-    seen: set[int] = set()
+    if seen is None:
+        seen = set()
     keep: list[Any] = []  # transient objects (reduce results) stay alive so their ids are not reused
     stack: list[tuple[Any, Any]] = [(obj, (None, _RAW, name, None))]
     parameter_deepcopy = nn.Parameter.__deepcopy__
@@ -178,13 +185,13 @@ def find_graph_tensors(obj: Any, name: str | None = None, *, requiring_grad: boo
             if tensor_dict:
                 children += [(v, (path, _ATTR, k, None)) for k, v in tensor_dict.items()]
         elif cls is list or cls is tuple:
-            children = [(v, (path, _INDEX, i, None)) for i, v in enumerate(x)]
+            children = [(v, (path, _INDEX, i, x)) for i, v in enumerate(x)]
         elif cls is dict or cls is OrderedDict:
             children = []
             for k, v in x.items():
                 if type(k) not in atomic:
                     children.append((k, (path, _RAW, f".keys()[{k!r}]", None)))
-                children.append((v, (path, _KEY, k, None)))
+                children.append((v, (path, _KEY, k, x)))
         elif cls is types.MethodType:
             # copy._deepcopy_method: type(x)(x.__func__, deepcopy(x.__self__, memo))
             children = [(x.__self__, (path, _RAW, ".__self__", None))]
@@ -258,9 +265,9 @@ def _reduce_children(x, rv, path):
             else:
                 children.append((part, (path, _RAW, ".__getstate__()", None)))
     if listiter is not None:
-        children += [(v, (path, _INDEX, i, None)) for i, v in enumerate(listiter)]
+        children += [(v, (path, _INDEX, i, x)) for i, v in enumerate(listiter)]
     if dictiter is not None:
-        children += [(v, (path, _KEY, k, None)) for k, v in dictiter]
+        children += [(v, (path, _KEY, k, x)) for k, v in dictiter]
     return children
 
 
@@ -281,7 +288,9 @@ def _trial_deepcopy(x, path, problems) -> bool:
 
 def _graph_tensor(t, path) -> GraphTensor:
     owners = _owners(path)
-    holder = path[3] if path is not None and path[1] == _RAW and path[2] == ".grad" else None
+    grad_of = path[3] if path is not None and path[1] == _RAW and path[2] == ".grad" else None
+    # the object that holds it directly: the module or object of an attribute, the list or dict of an item
+    holder = path[3] if path is not None and path[1] in (_ATTR, _KEY, _INDEX) else None
     owner_class = type(owners[0][0]).__name__ if owners else None
     attribute = owners[0][1][0] if owners and owners[0][1] else None
     return GraphTensor(
@@ -295,7 +304,8 @@ def _graph_tensor(t, path) -> GraphTensor:
         attribute=attribute,
         owners=owners,
         tensor=t,
-        grad_of=holder,
+        grad_of=grad_of,
+        holder=holder,
     )
 
 

@@ -1,0 +1,431 @@
+"""What ``pytest --graphleaf`` checks in one test: graph tensors the test left where a copy or a send meets them.
+
+While a test runs, :class:`TestWatch` keeps
+
+- a strong reference to every ``nn.Module`` built (``nn.Module.__init__``), until the check;
+- every object given to ``copy.deepcopy`` (the outermost call: also the copies libraries make, e.g.
+  ``AveragedModel``), pickled by ``multiprocessing`` (``ForkingPickler.dumps``), put on a
+  ``multiprocessing`` queue, given to a spawned ``Process``, or indexed by ``DataLoader`` workers;
+- the recorder of ``explain --run`` (:class:`flake8_graphleaf.runtime.script.Recorder`): module stores
+  and, through :class:`~flake8_graphleaf.runtime.trace.StoreTracer`, the user's statements that stored a
+  graph tensor on any object, by tensor identity.
+
+A copy or a send that raises is walked at that moment (its state then is what broke it). At the end
+of the test every module and every copied or sent object goes through the one deepcopy walk
+(:func:`~flake8_graphleaf.runtime.walk.find_graph_tensors`, one ``seen`` set for all of them, so a
+tensor is reported once); each graph tensor found becomes a :class:`Finding` with the line that stored
+it.  Nothing of the test's objects is changed, detached or copied (the walk only reads them; an object
+with its own ``__deepcopy__`` is copied once on the side, as ``explain`` does).
+
+Imports torch.
+"""
+
+from __future__ import annotations
+
+import copy
+import linecache
+import multiprocessing.process
+import os
+import re
+import sys
+from dataclasses import asdict, dataclass, field
+from multiprocessing.reduction import ForkingPickler
+from typing import Any
+
+from torch import nn
+from torch.utils import data as tud
+
+from .findings import GraphTensor, display_path
+from .script import COWARDLY, SEND_FAILURE_LISTENERS, Recorder, SendFailure, describe_failure, locate
+from .static_map import StaticIndex, map_static
+from .walk import _graph_leaf_error, find_graph_tensors
+
+_HERE = os.path.abspath(__file__)
+_SKIP_FILES = (_HERE, os.path.abspath(copy.__file__))
+
+
+@dataclass
+class Finding:
+    """One graph tensor a test left where a copy or a send meets it."""
+
+    test: str  # the test's node id
+    path: str  # the storing line's file (relative to the current directory when inside it)
+    line: int
+    code: str  # GLF001 attribute, GLF002 container, GLF003 hook, GLF004 buffer, GLF201 copied tensor, GLF301 sent
+    message: str
+    object: str  # what holds it: "model (a Net built in the test)", "trainer (deep-copied at test_x.py:12)"
+    attribute: str  # the path from that object to the tensor: "model.encoder.cache['h']"
+    grad_fn: str | None
+    shape: list[int]
+    how: str  # "stored" (a recorded store), "static" (a static finding's line), "sent" / "copied" (the
+    # tensor itself was sent or copied: the line that did it), "unrecorded" (the test's own line)
+    text: str = ""  # the storing line's source
+    more: int = 0  # further tensors with the same storing line under the same attribute (model.items[1..])
+    when: str = "at the end of the test"  # or "when the copy raised", "when it was sent"
+
+    def summary_line(self) -> str:
+        return f"{self.path}:{self.line}: {self.code} {self.message} ({self.test})"
+
+    def as_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class _Root:
+    obj: Any
+    name: str
+    what: str  # "built in the test", "deep-copied at x.py:3", ...
+    kind: str  # "module", "deepcopy", "pickle", "queue", "process", "worker"
+    requiring_grad: bool = False
+    findings: list[GraphTensor] | None = None  # walked when it raised / was sent
+    site: tuple[str, int] | None = None
+
+
+@dataclass
+class TestWatch:
+    """The recording of one test, and its check."""
+
+    __test__ = False  # not a test class, whatever pytest sees it as
+
+    nodeid: str
+    test_file: str
+    test_line: int
+    recorder: Recorder = field(default_factory=Recorder)
+    modules: list = field(default_factory=list)
+    roots: list[_Root] = field(default_factory=list)
+    tracing: bool = False
+    _saved_init: Any = None
+    _sent_ids: set = field(default_factory=set)
+    _quiet: bool = False
+    child_findings: list = field(default_factory=list)  # results children could not send (Finding)
+
+    # -- recording ---------------------------------------------------------------------------
+    def start(self) -> None:
+        rec = self.recorder
+        rec.on_put = self._on_put
+        rec.on_child_feeder_error = self._child_report
+        rec.on_feeder_error = self._feeder_failed
+        SEND_FAILURE_LISTENERS.append(self._send_failed)
+        modules = self.modules
+        original_init = nn.Module.__dict__["__init__"]
+        self._saved_init = original_init
+
+        def init_keeping(module, *args, **kwargs):
+            original_init(module, *args, **kwargs)
+            modules.append(module)
+
+        init_keeping.__wrapped__ = original_init
+        nn.Module.__init__ = init_keeping
+        tracer = rec.tracer
+        tracer.watch(copy.deepcopy, self._on_deepcopy)
+        tracer.watch(ForkingPickler.dumps.__func__, self._on_pickle)
+        tracer.watch(multiprocessing.process.BaseProcess.start, self._on_start)
+        tracer.watch(tud.dataloader._MultiProcessingDataLoaderIter.__init__, self._on_workers)
+        rec.install()
+        self.tracing = rec.tracing
+
+    def stop(self) -> None:
+        if self._send_failed in SEND_FAILURE_LISTENERS:
+            SEND_FAILURE_LISTENERS.remove(self._send_failed)
+        self.recorder.uninstall()
+        if self._saved_init is not None:
+            nn.Module.__init__ = self._saved_init
+            self._saved_init = None
+
+    def release(self) -> None:
+        self.stop()
+        self.modules.clear()
+        self.roots.clear()
+        self.child_findings.clear()
+        self.recorder = Recorder()
+
+    def _site(self, frame) -> tuple[str, int] | None:
+        f = frame.f_back
+        while f is not None:
+            name = os.path.abspath(f.f_code.co_filename)
+            if self.recorder.tracer._default_user_file(name) and name not in _SKIP_FILES:
+                return name, f.f_lineno
+            f = f.f_back
+        return None
+
+    def _describe_site(self, verb: str, site) -> str:
+        return f"{verb} at {display_path(site[0])}:{site[1]}" if site else verb
+
+    def _watch_raise(self, root: _Root, fails):
+        """A local trace function for the copy's / the pickle's frame: walk the object if it raises."""
+        raised: list = [None]
+
+        def local(frame, event, arg):
+            if event == "exception":
+                raised[0] = arg[1]
+            elif event == "return":
+                exc = raised[0]
+                if isinstance(arg, nn.Module):
+                    self.modules.append(arg)  # a copy is a module of the test too (an EMA teacher)
+                if arg is None and exc is not None and fails(exc) and root.findings is None:
+                    try:
+                        root.findings = find_graph_tensors(root.obj, root.name, requiring_grad=root.requiring_grad)
+                    except Exception:
+                        root.findings = None
+            return local
+
+        return local
+
+    def _on_deepcopy(self, frame):
+        names = frame.f_locals
+        if self._quiet or names.get("memo") is not None:
+            return None  # an inner call of a copy already watched
+        obj = names.get("x")
+        if type(obj) in (int, float, str, bool, type(None), bytes):
+            return None
+        site = self._site(frame)
+        name = _root_name(site, "deepcopy", obj)
+        root = _Root(obj, name, self._describe_site("deep-copied", site), "deepcopy", site=site)
+        self.roots.append(root)
+        return self._watch_raise(root, _graph_leaf_error)
+
+    def _on_pickle(self, frame):
+        obj = frame.f_locals.get("obj")
+        site = self._site(frame)
+        root = _Root(obj, _root_name(site, "dumps", obj), self._describe_site("pickled for another process", site),
+                     "pickle", site=site)
+        self.roots.append(root)
+        return self._watch_raise(root, lambda e: COWARDLY in str(e))
+
+    def _on_put(self, obj, site) -> None:
+        where = (site.file, site.line)
+        root = _Root(obj, _root_name(where, "put", obj), self._describe_site("put on a multiprocessing queue", where),
+                     "queue", site=where)
+        self._quiet = True  # the walk's own trial copies are no copies of the test's
+        try:
+            root.findings = find_graph_tensors(obj, root.name)  # pickled later, in the queue's feeder thread
+        finally:
+            self._quiet = False
+        self.roots.append(root)
+
+    def _on_start(self, frame):
+        process = frame.f_locals.get("self")
+        method = getattr(type(process), "_start_method", None) or multiprocessing.get_start_method(allow_none=True)
+        if (method or "fork") == "fork":
+            return None  # a forked child gets its arguments without pickling
+        site = self.recorder.sites.get(process)
+        where = (site.file, site.line) if site is not None else self._site(frame)
+        root = _Root(process, "process", self._describe_site(f"given to a {method} Process", where), "process",
+                     site=where)
+        root.findings = find_graph_tensors(process, "process")
+        self.roots.append(root)
+        return None
+
+    def _on_workers(self, frame):
+        loader = frame.f_locals.get("loader")
+        dataset = getattr(loader, "dataset", None)
+        if dataset is None or id(dataset) in self._sent_ids:
+            return None
+        self._sent_ids.add(id(dataset))
+        site = self.recorder.sites.get(loader)
+        where = (site.file, site.line) if site is not None else self._site(frame)
+        batched = bool(getattr(loader, "_auto_collation", True))
+        root = _Root(dataset, "dataset", self._describe_site(
+            f"indexed by {loader.num_workers} DataLoader worker{'s' if loader.num_workers != 1 else ''}", where),
+            "worker", requiring_grad=batched, site=where)
+        root.findings = find_graph_tensors(dataset, "dataset", requiring_grad=batched)
+        self.roots.append(root)
+        return None
+
+    def _feeder_failed(self, e, obj) -> None:
+        """A ``Queue.put`` of the test could not be pickled (in the queue's feeder thread): whoever reads
+        that queue waits forever.  The object was walked when it was put (a finding); end the test's child
+        processes, so that a test joining its consumer process ends instead of hanging."""
+        print(f"graphleaf: a Queue.put of this test failed in the queue's feeder thread ({e}); its reader would "
+              "wait forever: graphleaf terminates the test's child processes", file=sys.stderr)
+        for child in multiprocessing.active_children():
+            try:
+                child.terminate()
+            except Exception:
+                pass
+
+    def _child_report(self, e, obj):
+        """In a forked child that cannot send its result (it is on the autograd graph), instead of leaving
+        the test waiting forever: a DataLoader worker ends (the loader notices, and raises in the test);
+        another child sends a :class:`SendFailure`, so the test's ``queue.get()`` raises the child's
+        RuntimeError."""
+        if tud.get_worker_info() is not None:
+            print("graphleaf: this DataLoader worker's item is on the autograd graph and cannot reach the test's "
+                  "process; the worker ends here so that the DataLoader raises instead of waiting forever",
+                  file=sys.stderr)
+            return None
+        print("graphleaf: the test's queue.get() gets this error instead of waiting forever", file=sys.stderr)
+        site = self.recorder.put_sites.get(obj)
+        info: dict = {}
+        try:
+            found = find_graph_tensors(obj, _root_name((site.file, site.line) if site else None, "put", obj))
+            if found and site is not None:
+                g = found[0]
+                info = {"file": site.file, "line": site.line, "attribute": g.path, "grad_fn": g.grad_fn,
+                        "shape": list(g.shape)}
+        except Exception:
+            pass
+        return SendFailure(f"graphleaf: a child process could not send its result: {e}", info)
+
+    def _send_failed(self, info: dict) -> None:
+        """In the test's process: a child's result could not be sent (its SendFailure arrived)."""
+        if not info.get("file"):
+            return
+        shape = "(" + ", ".join(str(s) for s in info["shape"]) + ("," if len(info["shape"]) == 1 else "") + ")"
+        self.child_findings.append(Finding(
+            test=self.nodeid, path=display_path(info["file"]), line=info["line"], code="GLF301",
+            message=f"{info['attribute']} {shape} grad_fn={info['grad_fn']}: a child process "
+                    "could not send it to the test's process ('Cowardly refusing to serialize non-leaf tensor'); "
+                    "sent here",
+            object=f"{info['attribute']} (put on a multiprocessing queue by a child process)",
+            attribute=info["attribute"], grad_fn=info["grad_fn"], shape=info["shape"], how="sent",
+            text=linecache.getline(info["file"], info["line"]).strip(), when="when it was sent"))
+
+    # -- the check -----------------------------------------------------------------------------
+    def check(self) -> list[Finding]:
+        self.stop()
+        seen: set[int] = set()
+        reported: set[int] = set()
+        log = self.recorder.store_log()
+        index = StaticIndex()
+        out: list[Finding] = []
+        groups: dict[tuple, Finding] = {}
+        roots = [r for r in self.roots if r.findings is not None]  # what raised or was sent, as it was then
+        walked = [r for r in self.roots if r.findings is None]
+        module_ids: set[int] = set()
+        for m in self.modules:
+            if id(m) in module_ids:
+                continue
+            module_ids.add(id(m))
+            walked.append(_Root(m, "model", f"a {type(m).__name__} built in the test", "module"))
+        out += self.child_findings
+        for root in roots:
+            self._report(root, root.findings, log, index, reported, groups, out)
+        for root in walked:
+            try:
+                items = find_graph_tensors(root.obj, _module_name(root), requiring_grad=root.requiring_grad,
+                                           seen=seen)
+            except Exception:
+                continue
+            self._report(root, items, log, index, reported, groups, out)
+        return out
+
+    def _report(self, root, items, log, index, reported, groups, out) -> None:
+        for g in items:
+            if g.tensor is not None:
+                if id(g.tensor) in reported:
+                    continue
+                reported.add(id(g.tensor))
+            records = log.records_for(g)
+            if records:
+                how = "stored"
+                places = [(r.file, r.line, r.text) for r in records]
+            else:
+                sources = map_static(g, index, [self.test_file])
+                if sources:
+                    how = "static"
+                    places = [(s.file, s.line, s.text) for s in sources[:1]]
+                elif root.site is not None and root.kind != "module":
+                    # no store of it was seen (the tensor itself was sent or copied, or it was made where
+                    # nothing records): the line that sent or copied it
+                    how = "sent" if root.kind != "deepcopy" else "copied"
+                    places = [(root.site[0], root.site[1], "")]
+                else:
+                    how = "unrecorded"
+                    places = [(self.test_file, self.test_line, "")]
+            code = _code_for(g, root, index, places)
+            for file, line, text in places:
+                key = (root.name, file, line, re.sub(r"\[[^\]]*\]", "[]", g.path))
+                same = groups.get(key)
+                if same is not None:
+                    same.more += 1
+                    continue
+                finding = Finding(
+                    test=self.nodeid, path=display_path(file), line=line, code=code,
+                    message=_message(g, root, how),
+                    object=f"{_module_name(root)} ({root.what})", attribute=g.path, grad_fn=g.grad_fn,
+                    shape=list(g.shape), how=how, text=text or linecache.getline(file, line).strip(),
+                    when="at the end of the test" if root.findings is None else
+                    ("when the copy raised" if root.kind in ("deepcopy", "pickle") else "when it was sent"),
+                )
+                groups[key] = finding
+                out.append(finding)
+
+    # -- a failure raised by the test ---------------------------------------------------------------
+    def explain_exception(self, exc: BaseException) -> str | None:
+        """The ``explain --run`` report of a deepcopy / pickling / DataLoader-worker / multiprocessing
+        failure that the test raised, or None for any other exception."""
+        try:
+            failure = locate(exc)
+        except Exception:
+            return None
+        if failure is None:
+            return None
+        try:
+            text, _items = describe_failure(failure, self.recorder, self.test_file)
+        except Exception:
+            return None
+        return text.replace("graphleaf explain: ", "", 1)
+
+
+def _module_name(root: _Root) -> str:
+    return root.name
+
+
+_CALL_NAME = {
+    "deepcopy": re.compile(r"\b(?:deepcopy|AveragedModel|ModelEma\w*)\s*\(\s*([A-Za-z_][\w.]*)(?![\w.]|\s*\()"),
+    "dumps": re.compile(r"\b(?:dumps?|put|send)\s*\(\s*([A-Za-z_][\w.]*)(?![\w.]|\s*\()"),
+    "put": re.compile(r"\bput(?:_nowait)?\s*\(\s*([A-Za-z_][\w.]*)(?![\w.]|\s*\()"),
+}
+
+
+def _root_name(site, kind: str, obj) -> str:
+    if site is not None:
+        m = _CALL_NAME[kind].search(linecache.getline(site[0], site[1]))
+        if m:
+            return m.group(1)
+    return "model" if isinstance(obj, nn.Module) else "obj"
+
+
+def _code_for(g: GraphTensor, root: _Root, index: StaticIndex, places) -> str:
+    for file, line, _text in places:
+        for f in index.findings(file):
+            if f.line == line and f.code.startswith("GLF"):
+                return f.code
+    if root.kind in ("pickle", "queue", "process", "worker"):
+        return "GLF301"
+    if g.owners:
+        owner, chain = g.owners[0]
+        if "_forward_hooks" in g.path or "_forward_pre_hooks" in g.path or "_backward_hooks" in g.path:
+            return "GLF003"
+        if isinstance(owner, nn.Module) and chain and chain[0] in owner._buffers:
+            return "GLF004"
+        return "GLF002" if g.path.endswith("]") else "GLF001"
+    return "GLF201"
+
+
+def _message(g: GraphTensor, root: _Root, how: str) -> str:
+    shape = "(" + ", ".join(str(s) for s in g.shape) + ("," if len(g.shape) == 1 else "") + ")"
+    what = f"grad_fn={g.grad_fn}" if g.grad_fn else "a leaf that requires grad"
+    if root.kind == "module":
+        where = f"{g.path} holds a tensor on the autograd graph {shape} {what} at the end of the test: " \
+                f"copy.deepcopy of this {type(root.obj).__name__} raises"
+    elif root.kind == "deepcopy":
+        verb = "raised the graph-leaf error" if root.findings is not None else \
+            "would raise the graph-leaf error now (at the end of the test)"
+        where = f"{g.path} holds a tensor on the autograd graph {shape} {what}: copy.deepcopy({root.name}) " \
+                f"({root.what}) {verb}"
+    elif root.kind == "worker":
+        where = f"{g.path} {shape} {what}: the dataset {root.what} cannot be " + (
+            "batched by the workers (tensors that require grad)" if root.requiring_grad else
+            "sent from the workers (a tensor on the autograd graph)")
+    else:
+        where = f"{g.path} {shape} {what}: {root.name} ({root.what}) cannot cross the process boundary " \
+                f"('Cowardly refusing to serialize non-leaf tensor')"
+    if how == "stored":
+        return f"{where}; stored here"
+    if how in ("sent", "copied"):
+        return f"{where}; {how} here (no store of it was recorded)"
+    if how == "static":
+        return f"{where}; stored here (static finding, the store was not recorded)"
+    return f"{where}; no store of it was recorded (made by code outside the test's files?)"

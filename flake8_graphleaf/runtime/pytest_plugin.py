@@ -1,0 +1,193 @@
+"""``pytest --graphleaf``: graph tensors your tests leave where ``copy.deepcopy`` or a process boundary meets them.
+
+Registered with pytest through the ``pytest11`` entry point ``graphleaf``; it does nothing unless
+``--graphleaf`` is given or the ini option ``graphleaf = true`` is set.  This module imports neither
+torch nor the rest of the runtime until then (the linter installs without torch); the work is done by
+:mod:`flake8_graphleaf.runtime.leftovers`.
+
+For each test (setup, call): the modules it builds, the objects it deep-copies, pickles for another
+process, puts on a queue, hands to a spawned ``Process`` or to ``DataLoader`` workers, and every store
+of a graph tensor its code makes on any object, with its line.  At the end of the call: the deepcopy
+walk over all of them; each graph tensor is a finding ``path:line: GLFnnn message (test id)`` in the
+``graphleaf`` section of the terminal summary and in ``--graphleaf-json``.  A deepcopy / pickling /
+DataLoader-worker / multiprocessing failure the test raised gets its explanation as a report section.
+Tests still pass; ``--graphleaf-strict`` fails a test that leaves such a tensor;
+``@pytest.mark.graphleaf_ignore`` skips a test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import pytest
+
+INSTALL_HINT = (
+    "pytest --graphleaf needs torch, which is not installed here. "
+    "Install it with:  pip install 'flake8-graphleaf[verify]'   (or: pip install torch)"
+)
+MARKER = "graphleaf_ignore"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("graphleaf", "graphleaf: graph tensors left where copy.deepcopy or a process "
+                                         "boundary meets them (flake8-graphleaf)")
+    group.addoption("--graphleaf", action="store_true", dest="graphleaf", default=None,
+                    help="check every test for tensors on the autograd graph left in the modules it built or in "
+                    "what it deep-copied or sent to another process, with the line that stored them "
+                    "(ini: graphleaf = true)")
+    group.addoption("--no-graphleaf", action="store_false", dest="graphleaf",
+                    help="turn the check off, over the ini option")
+    group.addoption("--graphleaf-strict", action="store_true", dest="graphleaf_strict", default=None,
+                    help="fail a test that leaves such a tensor (ini: graphleaf_strict = true)")
+    group.addoption("--graphleaf-json", metavar="FILE", dest="graphleaf_json", default=None,
+                    help="write the findings to FILE as a JSON list (ini: graphleaf_json)")
+    parser.addini("graphleaf", type="bool", default=False,
+                  help="check every test for graph tensors left where a copy or a process boundary meets them")
+    parser.addini("graphleaf_strict", type="bool", default=False,
+                  help="with graphleaf: fail a test that leaves such a tensor")
+    parser.addini("graphleaf_json", type="string", default="",
+                  help="with graphleaf: write the findings to this file as a JSON list")
+
+
+def _option(config: pytest.Config, name: str) -> Any:
+    value = config.getoption(name)
+    return config.getini(name) if value is None else value
+
+
+@pytest.hookimpl(trylast=True)  # after conftest.py files that set config.option.graphleaf
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", f"{MARKER}: do not check this test for graph tensors (pytest --graphleaf)")
+    if not _option(config, "graphleaf"):
+        return
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise pytest.UsageError(INSTALL_HINT) from None
+    json_path = _option(config, "graphleaf_json") or None
+    if json_path:
+        json_path = os.path.join(str(config.invocation_params.dir), json_path)
+    plugin = GraphleafPlugin(config, strict=bool(_option(config, "graphleaf_strict")), json_path=json_path)
+    config.pluginmanager.register(plugin, "graphleaf-checker")
+
+
+class GraphleafPlugin:
+    """The per-session state of ``pytest --graphleaf``."""
+
+    def __init__(self, config: pytest.Config, strict: bool, json_path: str | None):
+        self.config = config
+        self.strict = strict
+        self.json_path = json_path
+        self.findings: list[dict] = []
+        self.checked = 0
+        self.untraced: list[str] = []
+        self.errors: list[str] = []
+        self.watch = None
+        self.is_worker = hasattr(config, "workerinput")  # pytest-xdist: the controller reports
+
+    def pytest_report_header(self, config: pytest.Config) -> str:
+        return "graphleaf: checking every test for graph tensors left behind" + (" (strict)" if self.strict else "")
+
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item):
+        self._start(item)
+        yield
+
+    def _start(self, item: pytest.Item) -> None:
+        self._release()
+        if item.get_closest_marker(MARKER) is not None:
+            return
+        from .leftovers import TestWatch
+
+        line = item.location[1]
+        self.watch = TestWatch(item.nodeid, str(item.path), (line if line is not None else 0) + 1)
+        self.watch.start()
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
+        outcome = yield
+        watch = self.watch
+        if call.when != "call" or watch is None:
+            return
+        report = outcome.get_result()
+        try:
+            self._check(watch, report, call)
+        except Exception as exc:  # a bug of the checker must not break the user's run
+            watch.stop()
+            self.errors.append(f"{item.nodeid}: {type(exc).__name__}: {exc}")
+            report.sections.append(("graphleaf", f"the check failed: {type(exc).__name__}: {exc}"))
+
+    def _check(self, watch, report, call) -> None:
+        self.checked += 1
+        if not watch.tracing:
+            self.untraced.append(watch.nodeid)
+        findings = watch.check()
+        if call.excinfo is not None:
+            text = watch.explain_exception(call.excinfo.value)
+            if text:
+                report.sections.append(("graphleaf: why it failed", text))
+        if not findings:
+            return
+        lines = [f.summary_line() for f in findings]
+        report.sections.append(("graphleaf", "\n".join(lines)))
+        report.graphleaf = [f.as_json() for f in findings]  # travels with the report (pytest-xdist too)
+        if self.strict and report.passed:
+            report.outcome = "failed"
+            report.longrepr = (
+                f"graphleaf (strict): this test left {len(findings)} tensor{'s' if len(findings) != 1 else ''} "
+                "on the autograd graph where copy.deepcopy or a process boundary meets "
+                f"{'them' if len(findings) != 1 else 'it'}:\n" + "\n".join(lines))
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_teardown(self, item: pytest.Item):
+        yield
+        self._release()
+
+    def _release(self) -> None:
+        if self.watch is not None:
+            self.watch.release()
+            self.watch = None
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        data = getattr(report, "graphleaf", None)
+        if data and report.when == "call":
+            self.findings.extend(data)
+
+    def pytest_terminal_summary(self, terminalreporter, exitstatus, config) -> None:
+        if self.is_worker:
+            return
+        tr = terminalreporter
+        tr.section("graphleaf")
+        for f in self.findings:
+            tr.write_line(f"{f['path']}:{f['line']}: {f['code']} {f['message']} ({f['test']})")
+        n = len(self.findings)
+        tests = len({f["test"] for f in self.findings})
+        if n:
+            tr.write_line(f"{n} tensor{'s' if n != 1 else ''} on the autograd graph left by {tests} "
+                          f"test{'s' if tests != 1 else ''}" + ("" if self.strict else
+                          " (reported, not failed: --graphleaf-strict fails those tests)"))
+        else:
+            tr.write_line("no test left a tensor on the autograd graph where copy.deepcopy or a process "
+                          "boundary meets it")
+        if self.untraced:
+            tr.write_line(f"{len(self.untraced)} test(s) ran under another trace function (a debugger, coverage): "
+                          "their stores on objects that are not modules were not recorded")
+        for e in self.errors:
+            tr.write_line(f"graphleaf: the check failed in {e}")
+        if self.json_path:
+            tr.write_line(f"graphleaf: findings written to {self.json_path}")
+
+    def pytest_sessionfinish(self, session, exitstatus) -> None:
+        self._release()
+        if self.is_worker or not self.json_path:
+            return
+        folder = os.path.dirname(self.json_path)
+        if folder:
+            os.makedirs(folder, exist_ok=True)
+        tmp = self.json_path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(self.findings, fh, indent=2)
+            fh.write("\n")
+        os.replace(tmp, self.json_path)
