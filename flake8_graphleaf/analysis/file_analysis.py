@@ -38,6 +38,8 @@ class Options:
     # Also report stores whose only evidence is a forward argument that reaches no learnable
     # computation, as GLF010 (off by default: the default selection is the precise one).
     argument_stores: bool = False
+    # The file's path (a top-level module it imports is looked up next to it first, as Python does).
+    path: str | None = field(default=None, compare=False)
 
 
 @dataclass
@@ -62,13 +64,14 @@ def analyze_tree(tree: ast.AST, source: str | None = None, options: Options | No
     return analyze_file(tree, source, options).findings
 
 
-def findings_of(parsed: ParsedModule, project: ProjectView | None) -> FileAnalysis:
+def findings_of(parsed: ParsedModule, project: ProjectView | None, module_bases: frozenset[str] = frozenset()) -> FileAnalysis:
     """The analysis of another file of the program (a class a copy site here copies is defined
     there), once per file and process."""
     memo = parsed.memo
     if "file_analysis" not in memo:
         memo["file_analysis"] = FileAnalysis(parsed.tree, None, [])  # while it runs (a cycle of copies)
-        options = Options(module=parsed.name, is_package=parsed.path.endswith("__init__.py"), project=project)
+        options = Options(module_bases=module_bases, module=parsed.name, is_package=parsed.path.endswith("__init__.py"),
+                          project=project, path=parsed.path)
         memo["file_analysis"] = analyze_file(parsed.tree, None, options)
     return memo["file_analysis"]
 
@@ -78,7 +81,8 @@ def analyze_file(tree: ast.AST, source: str | None = None, options: Options | No
         return FileAnalysis(tree, source, [])
     options = options or Options()
     imports = ImportMap(tree, options.module, options.is_package, options.project)
-    imports.current = ParsedModule.of(options.module or "__main__", "<current>", tree, imports)
+    imports.current = ParsedModule.of(options.module or "__main__", options.path or "<current>", tree, imports)
+    imports.module_bases = options.module_bases
     imports.effect_of = function_effect
     imports.forward_items_of = forward_items
     imports.findings_of = findings_of

@@ -73,6 +73,10 @@ class ProjectView:
         """The parsed file of a dotted module name, or None if it is not in the program."""
         raise NotImplementedError
 
+    def parsed_file(self, path: str, module: str) -> ParsedModule | None:
+        """The parsed file at ``path``, or None (a view that reads no files by path)."""
+        return None
+
 
 @dataclass(frozen=True)
 class Definition:

@@ -56,7 +56,19 @@ class FileResolver(ProjectView):
         if root is None and module is None:
             root = os.path.dirname(os.path.abspath(path))
         self.add_root(root)
-        return {"module": module, "is_package": is_package, "project": self}
+        return {"module": module, "is_package": is_package, "project": self, "path": os.path.abspath(path)}
+
+    def parsed_file(self, path: str, module: str) -> ParsedModule | None:
+        """The parsed file at ``path`` (as module ``module``), or None."""
+        stamp = file_stamp(path)
+        if stamp is None:
+            return None
+        cached = self._files.get(path)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        parsed = self._parse(module, path, stamp[0])
+        self._files[path] = (stamp, parsed)
+        return parsed
 
     # -- ProjectView ----------------------------------------------------------------
     def parsed(self, module: str) -> ParsedModule | None:

@@ -6,6 +6,7 @@ makes the copy fail; the message names the file and line of that finding."""
 from __future__ import annotations
 
 import ast
+import os
 import re
 
 from .. import witness
@@ -297,23 +298,35 @@ def _remote_broken(imports, qual: str | None):
 
     findings_of = getattr(imports, "findings_of", None)
     project = getattr(imports, "project", None)
-    found = resolve(project, qual) if qual and findings_of is not None else None
-    if found is None or not isinstance(found.node, ast.ClassDef):
+    if not qual or findings_of is None or project is None:
         return None
-    analysis = findings_of(found.module, project)
-    classes = analysis.classes or file_classes(found.module)[0]
-    name = found.node.name
+    module, _, name = qual.rpartition(".")
+    current = getattr(getattr(imports, "current", None), "path", "<current>")
+    if "." not in module and current != "<current>":
+        # a top-level module: Python finds it next to the importing file first (the script's
+        # folder leads sys.path); another folder's file of that name is not the one imported
+        beside = os.path.join(os.path.dirname(current), module + ".py")
+        parsed = project.parsed_file(beside, module) if os.path.isfile(beside) else None
+        node = parsed.defs.get(name) if parsed is not None else None
+        if node is None or not isinstance(node, ast.ClassDef):
+            return None
+        found_module, found_node = parsed, node
+    else:
+        found = resolve(project, qual)
+        if found is None or not isinstance(found.node, ast.ClassDef):
+            return None
+        found_module, found_node = found.module, found.node
+    analysis = findings_of(found_module, project, getattr(imports, "module_bases", frozenset()))
+    classes = analysis.classes or file_classes(found_module)[0]
     if name not in classes or "__deepcopy__" in classes[name].facts.methods:
         return None
     broken = _broken_classes(classes, analysis.findings)
     if name not in broken:
         return None
-    return name, broken[name], _display_path(found.module.path)
+    return name, broken[name], _display_path(found_module.path)
 
 
 def _display_path(path: str) -> str:
-    import os
-
     try:
         rel = os.path.relpath(path)
     except ValueError:  # another drive
