@@ -27,7 +27,7 @@ from ..project.resolver import file_stamp, shared_resolver
 from ..project.cache import DIR_NAME, Cache, key as cache_key
 from .files import discover
 from ..analysis.findings import SAFE, Finding
-from ..fix.fixer import fix_source
+from ..fix.fixer import NOT_REMOVED, fix_source
 from ..fix.readers import project_index
 from ..analysis.noqa import add_noqa, file_is_skipped, is_silenced, noqa_map
 from .output import EDIT_FORMATS, FORMATS, FileReport, render, statistics
@@ -832,7 +832,13 @@ def _fix_command(args, settings: Settings, diff: bool, from_check: bool = False)
         line = f"{verb} {_plural(applied, 'finding')} in {_plural(changed, 'file')}"
         line += f"; {len(left)} left"
         if left:
-            line += f" ({need_unsafe} with an unsafe fix: add --unsafe-fixes)" if need_unsafe else " (no automatic fix)"
+            not_removed = sum(1 for r in reports for _, why in r.left if why == NOT_REMOVED)
+            parts = []
+            if need_unsafe:
+                parts.append(f"{need_unsafe} with an unsafe fix: add --unsafe-fixes")
+            if not_removed:
+                parts.append(f"{not_removed} whose fix did not remove the finding")
+            line += f" ({'; '.join(parts)})" if parts else " (no automatic fix)"
         if errors:
             line += f"; {_plural(errors, 'file')} could not be read, parsed or written (GLF900)"
         info.write(line + ".\n")

@@ -43,11 +43,17 @@ STORE_RULES = ("GLF001", "GLF002", "GLF003")
 
 
 def attach_fixes(tree: ast.Module, text: Text, findings: list[Finding], classes: dict[str, ClassInfo],
-                 imports: ImportMap, project=None, filename: str = "") -> None:
+                 imports: ImportMap, project=None, filename: str = "", withhold=None) -> None:
+    """``withhold(finding) -> bool``: findings that get no fix (the fixer's, for fixes that were tried
+    and did not remove their finding)."""
     ctx = Context(tree, text, classes, imports)
     ctx.project = ProjectReads(project, filename) if project is not None else None
     copysafe: dict[str, list[tuple[Finding, str, Fix | None]]] = {}
     for f in findings:
+        if withhold is not None and withhold(f):
+            f.fix = None
+            f.data["no_fix"] = "the fix did not remove the finding"
+            continue
         try:
             code = f.data.get("code_if_resolved", f.code)
             if f.data.get("kind") == "helper":
@@ -158,10 +164,12 @@ _BUILDERS = {
 
 
 def analyze_with_fixes(source: str, filename: str = "<unknown>", options: Options | None = None,
-                       project=None) -> list[Finding]:
+                       project=None, withhold=None) -> list[Finding]:
     """:func:`flake8_graphleaf.analysis.analyze_source`, with each finding's fix attached.
-    ``project`` is the project index (None: every attribute may be read elsewhere)."""
+    ``project`` is the project index (None: every attribute may be read elsewhere); ``withhold``:
+    see :func:`attach_fixes`."""
     result = analyze_file(ast.parse(source, filename=filename), source, options)
     if result.findings:
-        attach_fixes(result.tree, Text(source), result.findings, result.classes, result.imports, project, filename)
+        attach_fixes(result.tree, Text(source), result.findings, result.classes, result.imports, project, filename,
+                     withhold)
     return result.findings
