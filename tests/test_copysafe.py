@@ -72,7 +72,7 @@ def test_generated_getstate_detaches_copies_and_leaves_the_original():
     more = res.source.replace("        return out\n", "        self.extra = out.exp()\n        return out\n", 1)
     again = fix_source(more, "m.py")
     assert again.source.count("def __getstate__") == 1
-    assert '"pair", "extra")' in again.source and fix_source(again.source, "m.py").source == again.source
+    assert '"pair", "extra", "_buffers")' in again.source and fix_source(again.source, "m.py").source == again.source
 
 
 def test_existing_getstate_is_extended_or_left_with_a_reason():
@@ -119,7 +119,7 @@ def test_private_attribute_choice_follows_the_readers():
     fixed = fix_source(src, "m.py", project=_NoReaders()).source
     assert "self._cache" not in fixed
     # the public ones are never renamed, even with no reader in the project
-    assert '("items", "table", "pair")' in fixed
+    assert '("items", "table", "pair", "_buffers")' in fixed
 
 
 def test_hook_holder_class_gets_the_getstate(tmp_path):
@@ -188,7 +188,7 @@ def test_dict_and_setattr_stores_are_covered():
     torch = pytest.importorskip("torch")
     src = SRC.replace("        self.cache = out\n", '        self.__dict__["cache"] = out\n        setattr(self, "gate", out.sigmoid())\n')
     res = fix_source(src, "m.py")
-    assert '("cache", "gate", "items", "table", "pair")' in res.source, res.source
+    assert '("cache", "gate", "items", "table", "pair", "_buffers")' in res.source, res.source
     ns = _load(res.source)
     model = ns["Net"]()
     model(torch.randn(2, 3))

@@ -31,7 +31,7 @@ from ..analysis.modules import ClassInfo
 from ..analysis.textpos import Text
 from .buffers import fix_buffer
 from .context import Context
-from .copysafe import copysafe_edit
+from .copysafe import ALL, BUFFERS, copysafe_edit, described
 from .cst import NoFix
 from .deepcopy import fix_deepcopy
 from .hooks import hook_detach
@@ -67,6 +67,13 @@ def attach_fixes(tree: ast.Module, text: Text, findings: list[Finding], classes:
                 else:
                     f.fix = choice
                 continue
+            if code == "GLF004":
+                choice = _choose_buffer_fix(f, ctx)
+                if isinstance(choice, tuple):
+                    copysafe.setdefault(f.class_name, []).append((f, choice[1], choice[2]))
+                else:
+                    f.fix = choice
+                continue
             builder = _BUILDERS.get(code)
             if builder is not None:
                 f.fix = builder(f, ctx)
@@ -87,7 +94,7 @@ def attach_fixes(tree: ast.Module, text: Text, findings: list[Finding], classes:
                 f.fix = fallback
                 f.data["no_fix"] = f"copy-safe fix not possible: {exc}"
             continue
-        quoted = ", ".join(f"'{n}'" for n in names)
+        quoted = described(names)
         verb = "add" if how == "add" else "extend"
         fix = Fix(SAFE, f"{verb} {class_name}.__getstate__ so that copies (copy.deepcopy, pickle, torch.save) get "
                         f"detached values of {quoted}; the live object keeps its graph tensors, so nothing the "
@@ -109,9 +116,13 @@ def _choose_store_fix(f: Finding, ctx: Context, code: str):
         candidates = [rename_to_local(f, ctx), container_detach(f, ctx)]
     rename, detach = (None, candidates[0]) if code == "GLF003" else candidates
     if name is None:
+        fallback = detach
         if rename is not None:  # a rename we cannot tie to one attribute name is never proven safe
-            return Fix(UNSAFE, rename.description + " (its readers cannot be checked)", rename.edits)
-        return detach
+            fallback = Fix(UNSAFE, rename.description + " (its readers cannot be checked)", rename.edits)
+        if mine and code != "GLF003":
+            # A name made at run time (setattr(self, f"_last_{k}", v)): copies detach every graph tensor of the state.
+            return ("copysafe", ALL, fallback)
+        return fallback
     private = is_private(name)
     method = ctx.method(f) if code != "GLF003" else None
     if rename is not None and private:  # a public attribute is never removed: no need to look for readers
@@ -143,6 +154,22 @@ def _choose_store_fix(f: Finding, ctx: Context, code: str):
     return fallback
 
 
+def _choose_buffer_fix(f: Finding, ctx: Context):
+    """GLF004: the buffer's own fix (``.detach()`` of an existing graph tensor, ``torch.no_grad()``
+    around a new computation) when it is safe; else the copy-safe state (copies get the buffers
+    detached, the live module keeps what it computes), with the buffer's own fix as the fallback."""
+    try:
+        own = fix_buffer(f, ctx)
+    except NoFix as exc:
+        own = None
+        f.data["no_fix"] = str(exc)
+    if own is not None and own.applicability == SAFE:
+        return own
+    if f.class_name in ctx.classes and on_self(f, ctx.classes):
+        return ("copysafe", BUFFERS, own)
+    return own
+
+
 def _built_later(build):
     """The edits of a copy-safe fix, made when a front end first needs them (``fix``, ``--diff``,
     JSON and SARIF output); one that cannot be built after all is no edit, and the fixer skips it."""
@@ -155,7 +182,6 @@ def _built_later(build):
 
 
 _BUILDERS = {
-    "GLF004": fix_buffer,
     "GLF005": fix_weight_drop,
     "GLF101": fix_legacy,
     "GLF102": fix_legacy,
