@@ -29,11 +29,11 @@ EXPECTED = {
     "no_grad_buffer": ("PASS", None),
     "forward_hook_saver": ("PASS", "safe"),  # copy-safe on the hook holder
     "legacy_weight_norm": ("DIFF", "unsafe"),
-    "running_mean_buffer": ("DIFF", "unsafe"),
+    "running_mean_buffer": ("PASS", "safe"),  # read after the update: copy-safe, buffers detached in copies
     "seg_head_loss": ("PASS", "safe"),
     "style_transfer_content_loss": ("PASS", "safe"),  # the loss the loop back-propagates stays attached
     "lstm_state_kept": ("PASS", "safe"),  # the next call's reader keeps its gradient
-    "buffer_read_after_update": ("DIFF", "unsafe"),
+    "buffer_read_after_update": ("PASS", "safe"),  # copy-safe: detaching would change the gradients
     "buffer_update_not_read": ("PASS", "safe"),
     "legacy_spectral_norm": ("DIFF", "unsafe"),
     "deepcopy_of_output": ("PASS", "unsafe"),
@@ -47,6 +47,11 @@ EXPECTED = {
     "buffer_from_argument": ("PASS", "safe"),
     "setattr_dict_stores": ("PASS", "safe"),
     "existing_getstate": ("PASS", "safe"),
+    "buffer_set_from_graph_tensor": ("PASS", "safe"),  # an existing graph tensor: copy-safe, never no_grad
+    "buffer_keeps_earlier_graph_tensor": ("PASS", "safe"),  # .detach() of a tensor computed earlier
+    "manual_batch_norm": ("PASS", "safe"),  # running stats in _buffers detached in copies
+    "dynamic_setattr_names": ("PASS", "safe"),  # names made at run time: every graph tensor of the state
+    "hook_register_buffer": ("PASS", "unsafe"),  # .detach() in hooks storing on the hooked nn.Linear
 }
 
 ALL = sorted(f[:-3] for f in os.listdir(FIXTURES) if f.endswith(".py") and not f.startswith("_"))
@@ -109,7 +114,8 @@ def test_style_transfer_keeps_the_gradient_through_the_loss(unsafe_run):
 
 
 def test_copy_safe_fixtures_prove_detached_copies(unsafe_run):
-    for name in ("cache_last_output", "forward_hook_saver", "lstm_state_kept", "aux_loss_augmented", "existing_getstate"):
+    for name in ("cache_last_output", "forward_hook_saver", "lstm_state_kept", "aux_loss_augmented", "existing_getstate",
+                 "buffer_set_from_graph_tensor", "manual_batch_norm", "dynamic_setattr_names", "running_mean_buffer"):
         r = unsafe_run[1][name]
         assert "detached in the copy, the original untouched" in r["checks"]["deepcopy"]["detail"], r
 
@@ -121,16 +127,16 @@ def test_exit_code_and_table(unsafe_run, capsys):
 
 
 def test_safe_fixes_only_without_unsafe_flag(tmp_path, capsys):
-    paths = [os.path.join(FIXTURES, n + ".py") for n in ("cache_last_output", "running_mean_buffer")]
+    paths = [os.path.join(FIXTURES, n + ".py") for n in ("cache_last_output", "hook_register_buffer")]
     rc, data = _verify(tmp_path, *paths, "--device", "cpu")
     res = {r["fixture"]: r for r in data["results"]}
     assert res["cache_last_output"]["status"] == "PASS"
-    seg = res["running_mean_buffer"]
+    seg = res["hook_register_buffer"]
     assert seg["checks"]["fix"]["status"] == "SKIP" and "--unsafe-fixes" in seg["checks"]["fix"]["detail"]
     assert seg["applied"] == []
     assert rc == 0
     out = capsys.readouterr().out
-    assert re.search(r"running_mean_buffer\s+cpu\s+PASS\s+SKIP\s+SKIP\s+SKIP\s+SKIP", out), out
+    assert re.search(r"hook_register_buffer\s+cpu\s+PASS\s+SKIP\s+SKIP\s+SKIP\s+SKIP", out), out
 
 
 def test_cuda_line_or_exit_2(tmp_path, capsys):

@@ -230,7 +230,7 @@ def _run_pipeline(spec, device, unsafe, workdir, result, orig, modules, torch) -
             result.checks["deepcopy"] = Check(FAIL, "copy.deepcopy(fixed model) still raises the graph-leaves error")
         else:
             # before any further forward call: the copy's values against the original's, untouched
-            copy_bad = copysafe_problems(held, before, copysafe_holders(clone, result.applied), torch)
+            copy_bad = copysafe_problems(held, before, copysafe_holders(clone, result.applied, like=held), torch)
             if rec_b.first_call is not None:
                 args, kwargs = rec_b.first_call
             else:
@@ -255,16 +255,42 @@ def _run_pipeline(spec, device, unsafe, workdir, result, orig, modules, torch) -
     _judge_safety(spec, result, all_safe)
 
 
-def copysafe_holders(model, applied) -> dict:
-    """{(path, attribute): (holder, value)} for each attribute a copy-safe fix names, in every module of its
-    class and every hook object (a bound method's ``__self__``, a callable) of that class, in hook order."""
+def _copysafe_names(applied) -> dict[str, set[str]]:
+    """{class name: attribute names} that the applied copy-safe fixes name; "_buffers" for a buffer
+    finding (the buffer lives in ``_buffers``), "*" when the fix covers every attribute."""
     wanted: dict[str, set[str]] = {}
     for a in applied:
-        if "__getstate__" in (a.get("description") or "") and a.get("class_name") and a.get("attribute"):
-            name = a["attribute"].split(".", 1)[-1].split("[", 1)[0]
-            if name == "__dict__" or "." in name:
-                continue
-            wanted.setdefault(a["class_name"], set()).add(name)
+        desc = a.get("description") or ""
+        if "__getstate__" not in desc or not a.get("class_name") or not a.get("attribute"):
+            continue
+        names = wanted.setdefault(a["class_name"], set())
+        if "every attribute" in desc:
+            names.add("*")
+            continue
+        name = a["attribute"].split(".", 1)[-1].split("[", 1)[0]
+        if a.get("code") == "GLF004":
+            names.add("_buffers:" + name)
+        elif name != "__dict__" and "." not in name:
+            names.add(name)
+    return wanted
+
+
+def held_value(obj, name: str):
+    """The value a copy-safe fix hands copies in another form: ``obj.__dict__[name]``, or the buffer
+    ``obj._buffers[name]`` for "_buffers:name"; a missing one is ``KeyError``."""
+    if name.startswith("_buffers:"):
+        return obj.__dict__["_buffers"][name.split(":", 1)[1]]
+    return obj.__dict__[name]
+
+
+def copysafe_holders(model, applied, like: dict | None = None) -> dict:
+    """{(path, attribute): (holder, value)} for each attribute a copy-safe fix names (a buffer as
+    "_buffers:name"; every attribute holding a graph tensor for a fix that covers them all), in every
+    module of its class and every hook object (a bound method's ``__self__``, a callable) of that
+    class, in hook order.  ``like``: the holders of the original, whose names the copy's are looked up by."""
+    import torch
+
+    wanted = _copysafe_names(applied)
     out: dict = {}
     if not wanted:
         return out
@@ -274,9 +300,22 @@ def copysafe_holders(model, applied) -> dict:
             for i, h in enumerate(getattr(m, hooks_name, {}).values()):
                 holders.append((f"{mpath or 'model'}.{hooks_name}[{i}]", getattr(h, "__self__", h)))
         for where, obj in holders:
-            for name in wanted.get(type(obj).__name__, ()):
-                if name in getattr(obj, "__dict__", {}):
-                    out[(where, name)] = (obj, obj.__dict__[name])
+            names = set(wanted.get(type(obj).__name__, ()))
+            if "*" in names and like is not None:
+                names.discard("*")
+                names |= {name for (w, name) in like if w == where}
+            elif "*" in names:
+                state = getattr(obj, "__dict__", {})
+                names.discard("*")
+                names |= {k for k, v in state.items() if k != "_buffers"
+                          and any(t.grad_fn is not None for _, t in tensors_in(v))}
+                names |= {"_buffers:" + k for k, v in (state.get("_buffers") or {}).items()
+                          if isinstance(v, torch.Tensor) and v.grad_fn is not None}
+            for name in sorted(names):
+                try:
+                    out[(where, name)] = (obj, held_value(obj, name))
+                except (KeyError, TypeError, AttributeError):
+                    continue
     return out
 
 
@@ -285,7 +324,11 @@ def copysafe_problems(held: dict, before: dict, copied: dict, torch) -> list[str
     bad = []
     for key, (obj, value) in held.items():
         where = f"{key[0]}.{key[1]}"
-        now = [(id(t), t.grad_fn is not None) for _, t in tensors_in(obj.__dict__.get(key[1]))]
+        try:
+            current = held_value(obj, key[1])
+        except KeyError:
+            current = None
+        now = [(id(t), t.grad_fn is not None) for _, t in tensors_in(current)]
         if now != before[key]:
             bad.append(f"{where}: the original's value changed in copy.deepcopy")
         if key not in copied:
@@ -345,6 +388,10 @@ def _judge_fix(spec: Spec, result: Result, fixres, crashed: bool, unsafe: bool) 
             result.checks["fix"] = Check(FAIL, "the original crashes but the fixer changes nothing (no finding)")
             return "stop"
         result.checks["fix"] = Check(PASS, "nothing to fix")
+        return "go"
+    missing = [e for e in spec.expect_fixes if not any(e in (a["description"] or "") for a in applied)]
+    if missing:
+        result.checks["fix"] = Check(FAIL, f"expected fix kind not applied: {missing} (applied: {fmt(applied)})")
         return "go"
     desc = ", ".join(f"{a['code']} line {a['line']} ({a['applicability']})" for a in applied)
     result.checks["fix"] = Check(PASS, f"applied {desc}")
