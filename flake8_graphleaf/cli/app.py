@@ -360,13 +360,18 @@ class Interrupted(Exception):
         self.written = written or set()  # paths written by workers whose results did not come back
 
 
+# After Ctrl-C, how long the workers get to finish the file each is on (a file, not a batch).
+WORKER_STOP_S = 120.0
+
+
 def run_many(func, files: list[str], jobs: int, progress: Progress, *extra) -> list:
     """``func(batch, *extra)`` over ``files`` in batches, in parallel when it pays;
     results come back in the order of ``files`` whatever finishes first.
 
-    Ctrl-C raises :class:`Interrupted` within about a second: pending batches are
-    cancelled, each worker finishes the file it is on (so a file is old or new, never
-    half written, and each one changed is in ``done``), then the pool is terminated."""
+    Ctrl-C raises :class:`Interrupted` once the files in hand are done: pending batches are
+    cancelled, each worker (and the serial loop) finishes the file it is on (so a file is old
+    or new, never half written, and each one changed is in ``done``), then the pool is
+    terminated."""
     if not files:
         return []
     size = max(1, min(16, len(files) // (jobs * 4) or 1))
@@ -394,7 +399,9 @@ def run_many(func, files: list[str], jobs: int, progress: Progress, *extra) -> l
                 stop.set()
                 for fut in futures:
                     fut.cancel()
-                deadline = time.monotonic() + 1.0
+                # Each running worker stops after the file it is on (it checks ``stop`` before each
+                # one): wait for that, however busy the machine, so that no file is cut off mid-write.
+                deadline = time.monotonic() + WORKER_STOP_S
                 for fut, i in futures.items():
                     if i in results or fut.cancelled():
                         continue
@@ -416,17 +423,43 @@ def run_many(func, files: list[str], jobs: int, progress: Progress, *extra) -> l
                 results = {}
     done: list = []
     try:
-        for i, b in enumerate(batches):
-            if i not in results:
-                for p in b:  # one file at a time: Ctrl-C loses at most the file in hand
-                    results.setdefault(i, []).extend(func([p], *extra))
-                progress.advance(len(b))
+        with _sigint_between_files() as pressed:
+            for i, b in enumerate(batches):
+                if i not in results:
+                    for p in b:  # one file at a time: Ctrl-C stops after the file in hand
+                        results.setdefault(i, []).extend(func([p], *extra))
+                        if pressed():
+                            raise KeyboardInterrupt
+                    progress.advance(len(b))
     except KeyboardInterrupt:
         progress.close()
         done = [r for i in sorted(results) for r in results[i]]
         raise Interrupted(done) from None
     progress.close()
     return [r for i in range(len(batches)) for r in results[i]]
+
+
+class _sigint_between_files:
+    """Ctrl-C while a file is in hand takes effect once it is done (its report is then in the
+    results, so a file written is always listed); the previous handler comes back afterwards.
+    Outside the main thread (no signal handlers there) Ctrl-C is not deferred."""
+
+    def __enter__(self):
+        self.pending = False
+        self.old = None
+        try:
+            self.old = signal.signal(signal.SIGINT, self._note)
+        except ValueError:  # not the main thread
+            self.old = None
+        return lambda: self.pending
+
+    def _note(self, signum, frame):
+        self.pending = True
+
+    def __exit__(self, *exc):
+        if self.old is not None:
+            signal.signal(signal.SIGINT, self.old)
+        return False
 
 
 def _terminate(pool: ProcessPoolExecutor) -> None:
