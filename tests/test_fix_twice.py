@@ -19,7 +19,7 @@ from test_cli import FIXTURES, run
 from flake8_graphleaf.fix.fixer import NOT_REMOVED, fix_source
 
 FOLDERS = ["models", "fix", "lint", "incidents", "example", "projects/metricbase", "projects/probe_train",
-           "projects/wholeprogram"]
+           "projects/wholeprogram", "projects/multifile"]
 
 
 def _snapshot(root) -> dict:

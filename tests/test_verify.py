@@ -331,3 +331,27 @@ def test_without_torch_says_how_to_install(tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert "pip install 'flake8-graphleaf[verify]'" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_user_model_from_several_files_is_fixed_in_each(tmp_path):
+    """verify --model fixes every project file the built model's classes come from (blocks.py and
+    norms.py; model.py, which defines the callable, has no finding), runs the fixed project, and
+    leaves the user's files and modules as they were."""
+    pytest.importorskip("torch")
+    import shutil
+
+    proj = tmp_path / "multifile"
+    shutil.copytree(os.path.join(ROOT, "fixtures", "projects", "multifile"), proj)
+    before = {p: p.read_bytes() for p in proj.rglob("*.py")}
+    target = proj / "netpkg" / "model.py"
+    rc, data = _verify(tmp_path, "--model", f"{target}:make_model", "--device", "cpu")
+    r = data["results"][0]
+    assert rc == 0, json.dumps(r, indent=1)
+    files = {a["file"] for a in r["applied"]}
+    assert files == {"netpkg/blocks.py", "netpkg/norms.py"}, r["applied"]
+    assert r["checks"]["same"]["status"] == "PASS" and "identical (bitwise)" in r["checks"]["same"]["detail"]
+    assert r["checks"]["deepcopy"]["status"] == "PASS" and "original untouched" in r["checks"]["deepcopy"]["detail"]
+    assert {p: p.read_bytes() for p in proj.rglob("*.py")} == before  # verify fixes copies only
+    import netpkg.blocks  # the original modules are back in sys.modules
+
+    assert os.path.realpath(netpkg.blocks.__file__) == os.path.realpath(proj / "netpkg" / "blocks.py")

@@ -43,6 +43,15 @@ def _fixer():
     return fix_source
 
 
+class _Combined:
+    """The fix results of every file of a --model project, as one (for the judgement of the fix)."""
+
+    def __init__(self, pf):
+        self.applied = [f for p in pf.files for f in pf.results[p].applied]
+        self.skipped = [s for p in pf.files for s in pf.results[p].skipped]
+        self.source = pf.sources[pf.files[0]]
+
+
 def graph_tensor_paths(obj, limit: int = 40) -> list[str]:
     """Attribute paths, as ``copy.deepcopy`` reaches them, that hold a tensor with a grad_fn."""
     from ..walk import find_graph_tensors
@@ -80,19 +89,24 @@ def _verify_one(spec: Spec, device: str, unsafe: bool, workdir: str, result: Res
     import torch
 
     modules = []
+    projects: list = []  # a --model project fixed across files: its original modules come back at the end
     try:
         if spec.module is not None:
             orig = spec.module
         else:
             orig = import_file(spec.path, "orig")
             modules.append(orig)
-        _run_pipeline(spec, device, unsafe, workdir, result, orig, modules, torch)
+        _run_pipeline(spec, device, unsafe, workdir, result, orig, modules, torch, projects)
     finally:
         for m in modules:
             sys.modules.pop(m.__name__, None)
+        from .project_fix import restore
+
+        for pf in projects:
+            restore(pf)
 
 
-def _run_pipeline(spec, device, unsafe, workdir, result, orig, modules, torch) -> None:
+def _run_pipeline(spec, device, unsafe, workdir, result, orig, modules, torch, projects) -> None:
     # --- 1. the original: step, then deepcopy ------------------------------------------------
     model_a = build_model(orig, spec, device)
     state0 = {k: v.detach().clone() for k, v in model_a.state_dict().items()}
@@ -130,11 +144,30 @@ def _run_pipeline(spec, device, unsafe, workdir, result, orig, modules, torch) -
     if spec.path is not None:
         with open(spec.path, encoding="utf-8") as fh:
             source = fh.read()
+    pf = None
+    if source is not None and spec.user and spec.module is not None:
+        from .project_fix import fix_project
+
+        # The model's classes may come from other files of the project: each of them is fixed.
+        pf = fix_project(spec.module, model_a, unsafe, _fixer(), workdir)
     if source is None:
         result.checks["fix"] = Check(SKIP, "no source file to fix")
         fixed_path = None
         fixed_source = None
         fixres = None
+    elif pf is not None:
+        fixres = _Combined(pf)
+        for path in pf.files:
+            shown = os.path.relpath(path, os.path.dirname(pf.root)) if pf.root != pf.path_entry else os.path.relpath(path, pf.root)
+            res = pf.results[path]
+            result.applied += [dict(d, file=shown) for d in applied_dicts(res.applied)]
+            result.skipped += [
+                {"code": f.code, "line": f.line, "attribute": f.attribute, "reason": why, "file": shown,
+                 "applicability": f.fix.applicability if f.fix else None}
+                for f, why in res.skipped
+            ]
+        fixed_path = None
+        fixed_source = fixres.source
     else:
         from ...fix.readers import project_index
 
@@ -165,7 +198,18 @@ def _run_pipeline(spec, device, unsafe, workdir, result, orig, modules, torch) -
                 result.checks["deepcopy"] = Check(PASS, "copy.deepcopy(model) works")
         return
 
-    if fixed_path and fixed_source != source:
+    from .project_fix import changed
+
+    if pf is not None and changed(pf):
+        try:
+            from .project_fix import import_fixed
+
+            projects.append(pf)
+            fixed = import_fixed(pf, spec.module)
+        except Exception as exc:  # noqa: BLE001 - the fixed project must import as the original did
+            result.checks["same"] = Check(FAIL, f"the fixed project does not import: {short_exc(exc)}")
+            return
+    elif fixed_path and fixed_source != source:
         try:
             if spec.module is not None and getattr(spec.module, "__package__", None):
                 # --model in a package: the fixed copy is imported as a sibling, so its
@@ -393,7 +437,8 @@ def _judge_fix(spec: Spec, result: Result, fixres, crashed: bool, unsafe: bool) 
     if missing:
         result.checks["fix"] = Check(FAIL, f"expected fix kind not applied: {missing} (applied: {fmt(applied)})")
         return "go"
-    desc = ", ".join(f"{a['code']} line {a['line']} ({a['applicability']})" for a in applied)
+    desc = ", ".join(f"{a['code']} {a['file'] + ' ' if a.get('file') else ''}line {a['line']} ({a['applicability']})"
+                     for a in applied)
     result.checks["fix"] = Check(PASS, f"applied {desc}")
     return "go"
 
