@@ -84,7 +84,7 @@ def test_existing_getstate_is_extended_or_left_with_a_reason():
         return state
 ''')
     res = fix_source(hand, "m.py")
-    assert "state.pop(\"lock\", None)" in res.source and "def detached(value):" in res.source
+    assert "state.pop(\"lock\", None)" in res.source and "def detached(value, seen=()):" in res.source
     assert res.source.index("def detached") < res.source.rindex("return state")
     assert fix_source(res.source, "m.py").source == res.source
     odd = SRC.replace("        return out\n", '''        return out
@@ -166,7 +166,8 @@ def test_generated_getstate_on_python_310(tmp_path):
     '''), "tap.py").source
     assert "def __getstate__" in src
     (tmp_path / "torch.py").write_text("class Tensor:\n    grad_fn = object()\n    def detach(self):\n"
-                                       "        t = Tensor(); t.grad_fn = None; return t\n")
+                                       "        t = Tensor(); t.grad_fn = None; return t\n"
+                                       "class nn:\n    class Module:\n        pass\n")
     (tmp_path / "tap.py").write_text(src)
     prog = ("import copy, pickle, sys, torch, tap\nassert not hasattr(object, '__getstate__')\n"
             "t = tap.Tap(); t.out = [torch.Tensor()]\nc = copy.deepcopy(t)\n"

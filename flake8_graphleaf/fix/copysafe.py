@@ -40,11 +40,14 @@ from .cst import NoFix, diff_edit, find, indent_unit, parse, replace, torch_name
 
 MARK = "# graphleaf: copies (copy.deepcopy, pickle, torch.save) get detached values of the"
 
-_HELPER = '''def detached(value):
+_HELPER = '''def detached(value, seen=()):
     if isinstance(value, {torch}.Tensor):
         return value.detach() if value.grad_fn is not None else value
+    if id(value) in seen or isinstance(value, ({torch}.nn.Module, type)):
+        return value  # a module's own __getstate__ decides its copy
+    seen = seen + (id(value),)
     if isinstance(value, dict):
-        items = [(key, item, detached(item)) for key, item in value.items()]
+        items = [(key, item, detached(item, seen)) for key, item in value.items()]
         if all(new is item for _, item, new in items):
             return value
         value = value.copy()
@@ -52,12 +55,22 @@ _HELPER = '''def detached(value):
             value[key] = new
         return value
     if isinstance(value, (list, tuple)):
-        items = [detached(item) for item in value]
+        items = [detached(item, seen) for item in value]
         if all(new is item for new, item in zip(items, value)):
             return value
         if isinstance(value, tuple) and hasattr(value, "_fields"):
             return type(value)(*items)
         return type(value)(items)
+    if hasattr(value, "__dict__"):
+        # a plain object (a distribution, a state holder): a shallow copy with its attributes detached
+        items = {{key: detached(item, seen) for key, item in vars(value).items()}}
+        if all(items[key] is item for key, item in vars(value).items()):
+            return value
+        from copy import copy as shallow_copy
+
+        value = shallow_copy(value)
+        vars(value).update(items)
+        return value
     return value
 '''
 
@@ -189,7 +202,7 @@ def copysafe_edit(ctx, class_name: str, names: list[str]):
     last = body[-1]
     used = {x.id for x in ast.walk(getstate) if isinstance(x, ast.Name)}
     if (first is None or not _recognised_start(first) or not (isinstance(last, ast.Return) and isinstance(last.value, ast.Name)
-            and last.value.id == "state") or used & {"detached", "name", "key", "item"}):
+            and last.value.id == "state") or used & {"detached", "name", "key", "item", "items", "new", "seen", "shallow_copy"}):
         raise NoFix(f"'{class_name}.__getstate__' is not one the fixer can extend (it should build "
                     "`state` from self.__dict__ or super().__getstate__() and end with `return state`)")
     return "extend", lambda: _extend_theirs(ctx, getstate, last, names)
