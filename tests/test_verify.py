@@ -334,9 +334,9 @@ def test_without_torch_says_how_to_install(tmp_path):
 
 
 def test_user_model_from_several_files_is_fixed_in_each(tmp_path):
-    """verify --model fixes every project file the built model's classes come from (blocks.py and
-    norms.py; model.py, which defines the callable, has no finding), runs the fixed project, and
-    leaves the user's files and modules as they were."""
+    """verify --model fixes every project file the built model's classes come from (blocks.py,
+    norms.py, and dists.py: the class of a helper object whose finding model.py reports), runs the
+    fixed project, and leaves the user's files and modules as they were."""
     pytest.importorskip("torch")
     import shutil
 
@@ -348,7 +348,9 @@ def test_user_model_from_several_files_is_fixed_in_each(tmp_path):
     r = data["results"][0]
     assert rc == 0, json.dumps(r, indent=1)
     files = {a["file"] for a in r["applied"]}
-    assert files == {"netpkg/blocks.py", "netpkg/norms.py"}, r["applied"]
+    assert files == {"netpkg/blocks.py", "netpkg/norms.py", "netpkg/model.py"}, r["applied"]
+    helper = [a for a in r["applied"] if a["file"] == "netpkg/model.py"]
+    assert len(helper) == 1 and "ActionDist.__getstate__ in dists.py" in helper[0]["description"], helper
     assert r["checks"]["same"]["status"] == "PASS" and "identical (bitwise)" in r["checks"]["same"]["detail"]
     assert r["checks"]["deepcopy"]["status"] == "PASS" and "original untouched" in r["checks"]["deepcopy"]["detail"]
     assert {p: p.read_bytes() for p in proj.rglob("*.py")} == before  # verify fixes copies only

@@ -26,7 +26,7 @@ from .cached import finding_from_json, finding_to_json
 from ..project.resolver import file_stamp, shared_resolver
 from ..project.cache import DIR_NAME, Cache, key as cache_key
 from .files import discover
-from ..analysis.findings import SAFE, Finding
+from ..analysis.findings import SAFE, Finding, Fix
 from ..fix.fixer import NOT_REMOVED, fix_source
 from ..fix.readers import project_index
 from ..analysis.noqa import add_noqa, file_is_skipped, is_silenced, noqa_map
@@ -775,8 +775,58 @@ def _run_fix(args, settings: Settings, unsafe: bool, diff: bool) -> tuple[list[F
             known = {r.path for r in exc.done if getattr(r, "written", False)}
             reports += [FixReport(p, written=True, changed=True) for p in sorted(exc.written - known)]
             interrupted = True
+        if not interrupted:
+            _fix_in_other_files(reports, settings, diff)
     reports.sort(key=lambda r: r.path)
     return reports, interrupted
+
+
+def _fix_in_other_files(reports: list[FixReport], settings: Settings, diff: bool) -> None:
+    """Helper objects of a class in another checked file: that file gets the copy-safe state, and
+    the module's findings they caused count as fixed.  Files that were not checked are not touched."""
+    from ..fix.foreign import fix_classes, requests
+
+    left = [f for r in reports for f, _ in r.left]
+    wanted = requests(left)
+    if not wanted:
+        return
+    by_path = {os.path.realpath(r.path): r for r in reports if not r.error and r.output is None}
+    done: dict[tuple[str, str], str] = {}  # (path, class) -> description
+    for path, classes in wanted.items():
+        target = by_path.get(path)
+        if target is None:
+            continue
+        try:
+            src = read_source(target.path)
+            base = "\n".join(target.lines) if target.lines else src.text
+            new, made = fix_classes(base, target.path, classes, settings.analysis_options(target.path))
+            if not made:
+                continue
+            check_parses(new, target.path)
+            original = src.text if diff else None
+            if diff:
+                target.diff = _diff(target.path, original, new)
+            else:
+                write_atomic(target.path, encode(src, new), expected_old=src.raw)
+                target.written = True
+        except SourceError as exc:
+            target.error = f"could not write: {exc}"
+            continue
+        target.changed = True
+        target.lines = new.split("\n")
+        done.update({(path, cls): why for cls, why in made.items()})
+    if not done:
+        return
+    for r in reports:
+        keep = []
+        for f, why in r.left:
+            key = (os.path.realpath(f.data.get("helper_path") or ""), (f.data.get("helper_class") or "").rpartition(".")[2])
+            if key in done:
+                f.fix = Fix(SAFE, done[key])
+                r.applied.append(f)
+            else:
+                keep.append((f, why))
+        r.left = keep
 
 
 def _report_interrupt(reports: list[FixReport]) -> int:

@@ -22,6 +22,8 @@ the reason in ``data["no_fix"]``.
 from __future__ import annotations
 
 import ast
+import os
+import re
 
 from ..analysis import Options, analyze_file
 from ..analysis.copysafe_state import on_self, stored_name
@@ -57,8 +59,11 @@ def attach_fixes(tree: ast.Module, text: Text, findings: list[Finding], classes:
         try:
             code = f.data.get("code_if_resolved", f.code)
             if f.data.get("kind") == "helper":
-                f.data["no_fix"] = (f"the tensor is kept by {f.data['helper_class']} (line {f.data['helper_line']}), "
-                                    "a class the fix of this file does not change")
+                local = _helper_here(f, ctx)
+                if local is not None:  # the helper's class is in this file: it gets the copy-safe state
+                    copysafe.setdefault(local[0], []).append((f, local[1], None))
+                else:
+                    _helper_elsewhere(f, ctx)
                 continue
             if code in STORE_RULES:
                 choice = _choose_store_fix(f, ctx, code)
@@ -152,6 +157,42 @@ def _choose_store_fix(f: Finding, ctx: Context, code: str):
         f.data["no_fix"] = ("the store is not on the object whose class is defined here (no __getstate__ to add), "
                             "and the value is not certainly one tensor")
     return fallback
+
+
+_HELD = re.compile(r"[A-Za-z_]\w*\.[A-Za-z_]\w*\.([A-Za-z_]\w*)")
+
+
+def _held_name(f: Finding) -> str | None:
+    """``self.action_dist.distribution`` (a helper object's attribute): ``distribution``."""
+    m = _HELD.match(f.attribute or "")
+    return m.group(1) if m else None
+
+
+def _helper_here(f: Finding, ctx: Context) -> tuple[str, str] | None:
+    """(class, attribute) when the helper object's class is defined in this file."""
+    qual, name = f.data.get("helper_class") or "", _held_name(f)
+    module, _, cls = qual.rpartition(".")
+    if name is None or cls not in ctx.classes or (module and module != (ctx.imports.module or module)):
+        return None
+    return cls, name
+
+
+def _helper_elsewhere(f: Finding, ctx: Context) -> None:
+    """A helper class of another file: its file gets the fix (``graphleaf fix`` makes it there when
+    that file is among the checked ones, see :mod:`.foreign`); the finding names where."""
+    from ..analysis.project_view import resolve
+
+    qual, name = f.data.get("helper_class") or "", _held_name(f)
+    found = resolve(getattr(ctx.imports, "project", None), qual) if qual else None
+    path = getattr(getattr(found, "module", None), "path", None)
+    if path and name:
+        f.data["helper_path"] = path
+        f.data["helper_attr"] = name
+        f.data["no_fix"] = (f"the tensor is kept by {qual} (line {f.data['helper_line']}), a class of "
+                            f"{os.path.basename(path)}: its fix is made in that file (when it is checked too)")
+    else:
+        f.data["no_fix"] = (f"the tensor is kept by {qual} (line {f.data['helper_line']}), "
+                            "a class the fix of this file does not change")
 
 
 def _choose_buffer_fix(f: Finding, ctx: Context):

@@ -139,6 +139,7 @@ def fix_project(module: ModuleType, model, unsafe: bool, fixer, workdir: str) ->
         res = fixer(source, path, unsafe=unsafe, project=index, options=_options(path))
         pf.results[path] = res
         pf.sources[path] = res.source
+    _fix_in_other_files(pf, every)
     pf.mirror = os.path.join(workdir, "project")
     if os.path.isdir(pf.mirror):
         shutil.rmtree(pf.mirror)
@@ -152,6 +153,44 @@ def fix_project(module: ModuleType, model, unsafe: bool, fixer, workdir: str) ->
         else:
             shutil.copyfile(path, dest)
     return pf
+
+
+def _fix_in_other_files(pf: ProjectFix, every: list[str]) -> None:
+    """A helper object's class in another file of the project gets the copy-safe state there (as
+    ``graphleaf fix`` does it); the findings it caused move from left to applied."""
+    from ...analysis.findings import SAFE, Fix
+    from ...fix.foreign import fix_classes, requests
+
+    wanted = requests([f for p in pf.files for f, _ in pf.results[p].skipped])
+    done: dict[tuple[str, str], str] = {}
+    for path, classes in wanted.items():
+        if path not in every:
+            continue
+        if path not in pf.sources:
+            with open(path, encoding="utf-8") as fh:
+                pf.originals[path] = pf.sources[path] = fh.read()
+        new, made = fix_classes(pf.sources[path], path, classes, _options(path))
+        if made:
+            pf.sources[path] = new
+            if path not in pf.files:
+                pf.files.append(path)
+            done.update({(path, cls): why for cls, why in made.items()})
+    for path in list(pf.files):
+        res = pf.results.get(path)
+        if res is None:
+            from ...fix.fixer import FixResult
+
+            pf.results[path] = FixResult(pf.sources[path])
+            continue
+        keep = []
+        for f, why in res.skipped:
+            key = (os.path.realpath(f.data.get("helper_path") or ""), (f.data.get("helper_class") or "").rpartition(".")[2])
+            if key in done:
+                f.fix = Fix(SAFE, done[key])
+                res.applied.append(f)
+            else:
+                keep.append((f, why))
+        res.skipped[:] = keep
 
 
 def _options(path: str):
