@@ -38,6 +38,7 @@ from .cst import NoFix
 from .deepcopy import fix_deepcopy
 from .hooks import hook_detach
 from .legacy_norm import fix_legacy, fix_weight_drop
+from .processes import fix_process_send
 from .stores import container_detach, detached_mirror, rename_to_local
 from .usage import ProjectReads, is_private, usage_of
 
@@ -227,6 +228,7 @@ _BUILDERS = {
     "GLF101": fix_legacy,
     "GLF102": fix_legacy,
     "GLF201": fix_deepcopy,
+    "GLF301": fix_process_send,
 }
 
 

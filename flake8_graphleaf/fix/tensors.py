@@ -36,9 +36,10 @@ _TENSOR_MODULES = frozenset(
 def certainly_tensor(node: ast.AST, ctx: "Context", method, depth: int = 0) -> bool:
     if depth > 6 or node is None:
         return False
-    self_name = method_self_name(method) if method is not None else None
+    function = isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+    self_name = method_self_name(method) if function else None
     facts = None
-    if method is not None:
+    if function:
         parent = ctx.parents.get(method)
         info = ctx.classes.get(parent.name) if isinstance(parent, ast.ClassDef) else None
         facts = info.facts if info is not None else None
@@ -56,8 +57,12 @@ def certainly_tensor(node: ast.AST, ctx: "Context", method, depth: int = 0) -> b
         return node.attr in ("T", "mT", "H", "real", "imag") and certainly_tensor(node.value, ctx, method, depth + 1)
     if isinstance(node, ast.Call):
         func = node.func
+        if _tensor_layer(func, ctx, method):  # nn.Linear(3, 1)(x), or layer(x) with layer = nn.Linear(...)
+            return True
         qual = ctx.imports.qualname(func) or ""
         last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if qual in ("torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.Tensor", "torch.tensor"):
+            return True
         if qual.startswith("torch."):
             if last in _TUPLE_RESULTS or last[:1].isupper():
                 return False
@@ -76,6 +81,17 @@ def certainly_tensor(node: ast.AST, ctx: "Context", method, depth: int = 0) -> b
         value = _last_assignment(method, node)
         return value is not None and certainly_tensor(value, ctx, method, depth + 1)
     return False
+
+
+def _tensor_layer(func: ast.AST, ctx: "Context", scope) -> bool:
+    """Is ``func`` a torch layer that returns one tensor: ``nn.Linear(...)`` itself, or a name
+    assigned once (in the function or at module level) to one?"""
+    if isinstance(func, ast.Name) and scope is not None:
+        func = _last_assignment(scope, func)
+    if not isinstance(func, ast.Call):
+        return False
+    qual = ctx.imports.qualname(func.func) or ""
+    return qual.startswith("torch.nn.") and qual.rsplit(".", 1)[-1] in _TENSOR_MODULES
 
 
 def _last_assignment(method, use: ast.Name) -> ast.AST | None:
