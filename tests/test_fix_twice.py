@@ -174,3 +174,20 @@ def test_the_cli_reports_a_fix_that_did_not_work(tmp_path, monkeypatch):
     assert "Fixed 0 findings" not in r.stdout, r.stdout
     again = run("fix", "--unsafe-fixes", "m.py", cwd=tmp_path)
     assert "Fixed 0 findings in 0 files" in again.stdout and (tmp_path / "m.py").read_text() == text
+
+
+def test_an_existing_graph_tensor_is_detached_never_wrapped_in_no_grad():
+    src = _case(["buffer_from_attr"]).replace("        return h + self.buf", "        return h")
+    res = fix_source(src, "gen.py")  # safe fixes: forward does not read the buffer afterwards
+    assert "self.buf = self.pos.detach()" in res.source and "no_grad" not in res.source, res.source
+    assert [f.code for f in res.applied].count("GLF004") == 1
+
+
+def test_a_run_time_name_extends_the_generated_method_to_every_attribute():
+    first = fix_source(_case(["public_attr"]), "gen.py").source
+    assert 'for name in ("last", "_buffers"):' in first
+    more = first.replace("        self.last = h\n", '        self.last = h\n        setattr(self, "_t_" + str(len(h)), h)\n')
+    again = fix_source(more, "gen.py")
+    assert again.source.count("def __getstate__") == 1
+    assert "for name in list(state):" in again.source and '("last", "_buffers")' not in again.source
+    assert fix_source(again.source, "gen.py").source == again.source

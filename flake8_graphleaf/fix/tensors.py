@@ -53,7 +53,10 @@ def certainly_tensor(node: ast.AST, ctx: "Context", method, depth: int = 0) -> b
         return certainly_tensor(node.value, ctx, method, depth + 1)
     if isinstance(node, ast.Attribute):
         if isinstance(node.value, ast.Name) and node.value.id == self_name and facts is not None:
-            return node.attr in facts.params or node.attr in facts.buffers
+            if node.attr in facts.params or node.attr in facts.buffers:
+                return True
+            value = _last_attr_assignment(method, node)  # self.pos_emb = <tensor>; ...; self.buf = self.pos_emb
+            return value is not None and certainly_tensor(value, ctx, method, depth + 1)
         return node.attr in ("T", "mT", "H", "real", "imag") and certainly_tensor(node.value, ctx, method, depth + 1)
     if isinstance(node, ast.Call):
         func = node.func
@@ -92,6 +95,23 @@ def _tensor_layer(func: ast.AST, ctx: "Context", scope) -> bool:
         return False
     qual = ctx.imports.qualname(func.func) or ""
     return qual.startswith("torch.nn.") and qual.rsplit(".", 1)[-1] in _TENSOR_MODULES
+
+
+def _last_attr_assignment(method, use: ast.Attribute) -> ast.AST | None:
+    """The value of the single plain assignment to ``self.<attr>`` in ``method`` (at its top level,
+    before ``use``), when nothing else in the method assigns it."""
+    found = []
+    for n in ast.walk(method):
+        targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, (ast.AnnAssign, ast.AugAssign)) else []
+        for t in targets:
+            if (isinstance(t, ast.Attribute) and t.attr == use.attr and isinstance(t.value, ast.Name)
+                    and isinstance(use.value, ast.Name) and t.value.id == use.value.id):
+                found.append(n)
+    if len(found) != 1 or not isinstance(found[0], (ast.Assign, ast.AnnAssign)) or found[0] not in method.body:
+        return None
+    if (found[0].lineno, found[0].col_offset) >= (use.lineno, use.col_offset) or found[0].value is None:
+        return None
+    return found[0].value
 
 
 def _last_assignment(method, use: ast.Name) -> ast.AST | None:
