@@ -52,6 +52,7 @@ EXPECTED = {
     "manual_batch_norm": ("PASS", "safe"),  # running stats in _buffers detached in copies
     "dynamic_setattr_names": ("PASS", "safe"),  # names made at run time: every graph tensor of the state
     "hook_register_buffer": ("PASS", "unsafe"),  # .detach() in hooks storing on the hooked nn.Linear
+    "helper_object_state": ("PASS", "safe"),  # the helper object's class (same file) gets the copy-safe state
 }
 
 ALL = sorted(f[:-3] for f in os.listdir(FIXTURES) if f.endswith(".py") and not f.startswith("_"))
@@ -115,7 +116,8 @@ def test_style_transfer_keeps_the_gradient_through_the_loss(unsafe_run):
 
 def test_copy_safe_fixtures_prove_detached_copies(unsafe_run):
     for name in ("cache_last_output", "forward_hook_saver", "lstm_state_kept", "aux_loss_augmented", "existing_getstate",
-                 "buffer_set_from_graph_tensor", "manual_batch_norm", "dynamic_setattr_names", "running_mean_buffer"):
+                 "buffer_set_from_graph_tensor", "manual_batch_norm", "dynamic_setattr_names", "running_mean_buffer",
+                 "helper_object_state"):
         r = unsafe_run[1][name]
         assert "detached in the copy, the original untouched" in r["checks"]["deepcopy"]["detail"], r
 

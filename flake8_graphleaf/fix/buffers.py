@@ -63,7 +63,8 @@ def fix_buffer(f: Finding, ctx: Context) -> Fix | None:
             verb = "register" if kind == "register_buffer" else "set"
             return Fix(applicability, f"{verb} .detach() of the value" + why,
                        (ctx.edit(value, wrap(ctx, value) + ".detach()"),))
-    if value is not None and _existing(value):
+    if value is not None and _existing(value) and not isinstance(stmt, ast.AugAssign):
+        # (``self.buf += t`` is an in-place update: no_grad around it records no history, whatever t is)
         # no_grad does not detach a tensor that already has history, and .detach() needs a tensor.
         raise NoFix("the buffer is set to an existing graph tensor (torch.no_grad() would not detach it), "
                     "and the value is not certainly one tensor (.detach() needs one)")

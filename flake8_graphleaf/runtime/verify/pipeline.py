@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 import sys
 import traceback
 from typing import Any, Callable
@@ -307,11 +308,15 @@ def _copysafe_names(applied) -> dict[str, set[str]]:
         desc = a.get("description") or ""
         if "__getstate__" not in desc or not a.get("class_name") or not a.get("attribute"):
             continue
-        names = wanted.setdefault(a["class_name"], set())
+        m = re.search(r"(?:add|extend) (\w+)\.__getstate__", desc)
+        cls = m.group(1) if m else a["class_name"]
+        names = wanted.setdefault(cls, set())
         if "every attribute" in desc:
             names.add("*")
             continue
         name = a["attribute"].split(".", 1)[-1].split("[", 1)[0]
+        if cls != a["class_name"]:  # a helper object's class: self.action_dist.distribution -> distribution
+            name = name.rsplit(".", 1)[-1]
         if a.get("code") == "GLF004":
             names.add("_buffers:" + name)
         elif name != "__dict__" and "." not in name:
@@ -343,6 +348,10 @@ def copysafe_holders(model, applied, like: dict | None = None) -> dict:
         for hooks_name in ("_forward_hooks", "_forward_pre_hooks"):
             for i, h in enumerate(getattr(m, hooks_name, {}).values()):
                 holders.append((f"{mpath or 'model'}.{hooks_name}[{i}]", getattr(h, "__self__", h)))
+        for key, value in vars(m).items():  # helper objects held on the module
+            if not isinstance(value, (torch.nn.Module, torch.Tensor, type)) and hasattr(value, "__dict__") \
+                    and type(value).__name__ in wanted:
+                holders.append((f"{mpath or 'model'}.{key}", value))
         for where, obj in holders:
             names = set(wanted.get(type(obj).__name__, ()))
             if "*" in names and like is not None:
