@@ -191,3 +191,14 @@ def test_a_run_time_name_extends_the_generated_method_to_every_attribute():
     assert again.source.count("def __getstate__") == 1
     assert "for name in list(state):" in again.source and '("last", "_buffers")' not in again.source
     assert fix_source(again.source, "gen.py").source == again.source
+
+
+def test_a_loop_over_every_entry_covers_only_when_it_detaches():
+    from flake8_graphleaf.analysis import analyze_source
+
+    src = _case(["dynamic_names"])
+    moving = src + ('\n    def __getstate__(self):\n        state = self.__dict__.copy()\n'
+                    '        for name in list(state):\n            state[name] = state[name]\n        return state\n')
+    assert [f.code for f in analyze_source(moving, "gen.py")] == ["GLF001"]  # nothing detached: still reported
+    detaching = moving.replace("state[name] = state[name]\n", "state[name] = state[name].detach()\n")
+    assert analyze_source(detaching, "gen.py") == []

@@ -67,7 +67,8 @@ def covered_attributes(class_node: ast.ClassDef) -> set[str]:
             names = [_const_str(e) for e in n.iter.elts]
             if names and all(names):
                 loops[n.target.id] = names  # type: ignore[assignment]
-        elif isinstance(n, ast.For) and isinstance(n.target, ast.Name) and _every_key(n.iter):
+        elif isinstance(n, ast.For) and isinstance(n.target, ast.Name) and _every_key(n.iter) \
+                and _detaches_each(n):
             loops[n.target.id] = [ALL]
     for n in ast.walk(method):
         # self.feats.clear() / self.cache = None before the state is taken
@@ -90,6 +91,18 @@ def covered_attributes(class_node: ast.ClassDef) -> set[str]:
         elif isinstance(key, ast.Name) and key.id in loops:
             out.update(loops[key.id])
     return out
+
+
+def _detaches_each(loop: ast.For) -> bool:
+    """Does the loop over every entry store ``state[name] = <something that detaches>`` (a call
+    of ``detached(...)`` or a ``.detach()``)?  Moving tensors (``.cpu()``) keeps their graph."""
+    for n in ast.walk(loop):
+        if isinstance(n, ast.Assign) and any(isinstance(t, ast.Subscript) for t in n.targets):
+            for c in ast.walk(n.value):
+                if isinstance(c, ast.Call) and ((isinstance(c.func, ast.Name) and c.func.id == "detached")
+                                                or (isinstance(c.func, ast.Attribute) and c.func.attr == "detach")):
+                    return True
+    return False
 
 
 def _every_key(node) -> bool:
