@@ -1,7 +1,7 @@
 """Attaching fixes to findings: each finding that has one gets a :class:`Fix` of text edits.
 
 The builders live in one module per fix family (``stores``, ``copysafe``, ``hooks``, ``buffers``,
-``legacy_norm``, ``deepcopy``); ``context``, ``usage``, ``cst`` and ``tensors`` are what they share.
+``legacy_norm``, ``deepcopy``, ``processes``; ``foreign`` for fixes made in another file); ``context``, ``usage``, ``cst`` and ``tensors`` are what they share.
 
 A *safe* fix never changes what the program computes, nor what any reader of the attribute sees,
 including readers in other files of the project and code outside the checked paths
