@@ -28,7 +28,7 @@ def test_example_crashes_then_runs_after_fix(tmp_path: Path) -> None:
     )
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     # self.features is public (code elsewhere may read it): the copy-safe __getstate__, not a rename
-    assert 'for name in ("features",):' in script.read_text()
+    assert 'for name in ("features", "_buffers"):' in script.read_text()
 
     after = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path)
     assert after.returncode == 0, after.stderr

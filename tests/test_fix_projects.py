@@ -62,9 +62,37 @@ def test_a_reader_in_another_file_keeps_a_private_attribute(tmp_path):
     (tmp_path / "train.py").write_text("from model import M\nm = M()\nprint(m._last.sum())\n")
     r = run("fix", ".", cwd=tmp_path)
     text = (tmp_path / "model.py").read_text()
-    assert "self._last = self.fc(x)" in text and '("_last",)' in text, r.stdout
+    assert "self._last = self.fc(x)" in text and '("_last", "_buffers")' in text, r.stdout
     # alone, the same file gets the rename (private, nothing reads it)
     os.remove(tmp_path / "train.py")
     (tmp_path / "model.py").write_text(text.split("\n    def __getstate__")[0] + "\n")
     r = run("fix", ".", cwd=tmp_path)
     assert "self._last" not in (tmp_path / "model.py").read_text(), r.stdout
+
+
+def test_a_helper_class_in_another_file_is_fixed_in_that_file(tmp_path):
+    """model.py holds an ActionDist (dists.py) that keeps a graph tensor: the finding is in
+    model.py, the copy-safe state goes into dists.py, and the fixed project copies after a step
+    and computes what it computed (bitwise, in a subprocess)."""
+    proj = tmp_path / "multifile"
+    shutil.copytree(PROJECTS / "multifile", proj)
+    prog = ("import copy, torch\nfrom netpkg.model import make_model, make_inputs\n"
+            "m = make_model(); out = m(*make_inputs()); out.sum().backward()\n"
+            "print([float(v).hex() for v in out.flatten()], [float(p.grad.sum()).hex() for p in m.parameters()])\n"
+            "try:\n    copy.deepcopy(m); print('copied')\nexcept RuntimeError as e:\n    print('raises', 'graph leaves' in str(e))\n")
+    before = subprocess.run([sys.executable, "-c", prog], cwd=proj, capture_output=True, text=True, timeout=300)
+    assert before.returncode == 0 and before.stdout.splitlines()[-1] == "raises True", before.stderr
+    original = (proj / "netpkg" / "dists.py").read_text()
+    diff = run("fix", "--diff", ".", cwd=proj)
+    assert "+++ b/netpkg/dists.py" in diff.stdout and "def __getstate__" in diff.stdout
+    assert (proj / "netpkg" / "dists.py").read_text() == original  # --diff writes nothing
+    r = run("fix", ".", cwd=proj)
+    assert "netpkg/model.py:19:16: GLF001 fixed: add ActionDist.__getstate__ in dists.py" in r.stdout, r.stdout
+    assert "0 left" in r.stdout, r.stdout
+    assert "def __getstate__" in (proj / "netpkg" / "dists.py").read_text()
+    after = subprocess.run([sys.executable, "-c", prog], cwd=proj, capture_output=True, text=True, timeout=300)
+    assert after.returncode == 0, after.stderr
+    assert after.stdout.splitlines()[0] == before.stdout.splitlines()[0]  # outputs and gradients, bit for bit
+    assert after.stdout.splitlines()[-1] == "copied"
+    again = run("fix", ".", cwd=proj)
+    assert "Fixed 0 findings in 0 files" in again.stdout, again.stdout

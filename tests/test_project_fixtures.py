@@ -321,12 +321,20 @@ def test_the_index_never_reads_a_virtual_environment(tmp_path):
     assert [Path(p).relative_to(tmp_path).as_posix() for p in python_files([str(tmp_path)])] == ["pkg/model.py"]
 
 
-def test_a_helper_object_finding_has_no_fix_and_says_why():
-    """The tensor is kept by the helper's class, in another file: `graphleaf fix` changes
-    nothing there and names the class and line."""
+def test_a_helper_object_finding_is_fixed_in_the_helpers_file_only_when_it_is_checked():
+    """The tensor is kept by the helper's class, in another file: checking policy.py alone,
+    `graphleaf fix` changes nothing and says where the fix goes; checking both files, the
+    copy-safe state goes into dists.py and policy.py's finding counts as fixed."""
     r = subprocess.run([sys.executable, "-m", "flake8_graphleaf", "fix", "--isolated", "--no-cache", "--diff",
                         "--unsafe-fixes", str(PROJECT / "shop" / "policy.py")],
                        capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert "Traceback" not in r.stderr and r.stdout == ""
-    assert ("no automatic fix: the tensor is kept by shop.dists.CategoricalDist (line 14), a class the fix of "
-            "this file does not change") in r.stderr
+    assert ("no automatic fix: the tensor is kept by shop.dists.CategoricalDist (line 14), a class of dists.py: "
+            "its fix is made in that file (when it is checked too)") in r.stderr
+    both = subprocess.run([sys.executable, "-m", "flake8_graphleaf", "fix", "--isolated", "--no-cache", "--diff",
+                           str(PROJECT / "shop" / "policy.py"), str(PROJECT / "shop" / "dists.py")],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert "Traceback" not in both.stderr
+    assert "shop/dists.py" in both.stdout and "+    def __getstate__(self):" in both.stdout, both.stdout
+    assert "+++ b/" + str((PROJECT / "shop" / "policy.py").relative_to(ROOT)) not in both.stdout  # policy.py unchanged
+    assert "GLF001 fixed: add CategoricalDist.__getstate__ in dists.py" in both.stderr, both.stderr

@@ -29,11 +29,11 @@ EXPECTED = {
     "no_grad_buffer": ("PASS", None),
     "forward_hook_saver": ("PASS", "safe"),  # copy-safe on the hook holder
     "legacy_weight_norm": ("DIFF", "unsafe"),
-    "running_mean_buffer": ("DIFF", "unsafe"),
+    "running_mean_buffer": ("PASS", "safe"),  # read after the update: copy-safe, buffers detached in copies
     "seg_head_loss": ("PASS", "safe"),
     "style_transfer_content_loss": ("PASS", "safe"),  # the loss the loop back-propagates stays attached
     "lstm_state_kept": ("PASS", "safe"),  # the next call's reader keeps its gradient
-    "buffer_read_after_update": ("DIFF", "unsafe"),
+    "buffer_read_after_update": ("PASS", "safe"),  # copy-safe: detaching would change the gradients
     "buffer_update_not_read": ("PASS", "safe"),
     "legacy_spectral_norm": ("DIFF", "unsafe"),
     "deepcopy_of_output": ("PASS", "unsafe"),
@@ -47,6 +47,12 @@ EXPECTED = {
     "buffer_from_argument": ("PASS", "safe"),
     "setattr_dict_stores": ("PASS", "safe"),
     "existing_getstate": ("PASS", "safe"),
+    "buffer_set_from_graph_tensor": ("PASS", "safe"),  # an existing graph tensor: copy-safe, never no_grad
+    "buffer_keeps_earlier_graph_tensor": ("PASS", "safe"),  # .detach() of a tensor computed earlier
+    "manual_batch_norm": ("PASS", "safe"),  # running stats in _buffers detached in copies
+    "dynamic_setattr_names": ("PASS", "safe"),  # names made at run time: every graph tensor of the state
+    "hook_register_buffer": ("PASS", "unsafe"),  # .detach() in hooks storing on the hooked nn.Linear
+    "helper_object_state": ("PASS", "safe"),  # the helper object's class (same file) gets the copy-safe state
 }
 
 ALL = sorted(f[:-3] for f in os.listdir(FIXTURES) if f.endswith(".py") and not f.startswith("_"))
@@ -109,7 +115,9 @@ def test_style_transfer_keeps_the_gradient_through_the_loss(unsafe_run):
 
 
 def test_copy_safe_fixtures_prove_detached_copies(unsafe_run):
-    for name in ("cache_last_output", "forward_hook_saver", "lstm_state_kept", "aux_loss_augmented", "existing_getstate"):
+    for name in ("cache_last_output", "forward_hook_saver", "lstm_state_kept", "aux_loss_augmented", "existing_getstate",
+                 "buffer_set_from_graph_tensor", "manual_batch_norm", "dynamic_setattr_names", "running_mean_buffer",
+                 "helper_object_state"):
         r = unsafe_run[1][name]
         assert "detached in the copy, the original untouched" in r["checks"]["deepcopy"]["detail"], r
 
@@ -121,16 +129,16 @@ def test_exit_code_and_table(unsafe_run, capsys):
 
 
 def test_safe_fixes_only_without_unsafe_flag(tmp_path, capsys):
-    paths = [os.path.join(FIXTURES, n + ".py") for n in ("cache_last_output", "running_mean_buffer")]
+    paths = [os.path.join(FIXTURES, n + ".py") for n in ("cache_last_output", "hook_register_buffer")]
     rc, data = _verify(tmp_path, *paths, "--device", "cpu")
     res = {r["fixture"]: r for r in data["results"]}
     assert res["cache_last_output"]["status"] == "PASS"
-    seg = res["running_mean_buffer"]
+    seg = res["hook_register_buffer"]
     assert seg["checks"]["fix"]["status"] == "SKIP" and "--unsafe-fixes" in seg["checks"]["fix"]["detail"]
     assert seg["applied"] == []
     assert rc == 0
     out = capsys.readouterr().out
-    assert re.search(r"running_mean_buffer\s+cpu\s+PASS\s+SKIP\s+SKIP\s+SKIP\s+SKIP", out), out
+    assert re.search(r"hook_register_buffer\s+cpu\s+PASS\s+SKIP\s+SKIP\s+SKIP\s+SKIP", out), out
 
 
 def test_cuda_line_or_exit_2(tmp_path, capsys):
@@ -325,3 +333,29 @@ def test_without_torch_says_how_to_install(tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert "pip install 'flake8-graphleaf[verify]'" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_user_model_from_several_files_is_fixed_in_each(tmp_path):
+    """verify --model fixes every project file the built model's classes come from (blocks.py,
+    norms.py, and dists.py: the class of a helper object whose finding model.py reports), runs the
+    fixed project, and leaves the user's files and modules as they were."""
+    pytest.importorskip("torch")
+    import shutil
+
+    proj = tmp_path / "multifile"
+    shutil.copytree(os.path.join(ROOT, "fixtures", "projects", "multifile"), proj)
+    before = {p: p.read_bytes() for p in proj.rglob("*.py")}
+    target = proj / "netpkg" / "model.py"
+    rc, data = _verify(tmp_path, "--model", f"{target}:make_model", "--device", "cpu")
+    r = data["results"][0]
+    assert rc == 0, json.dumps(r, indent=1)
+    files = {a["file"] for a in r["applied"]}
+    assert files == {"netpkg/blocks.py", "netpkg/norms.py", "netpkg/model.py"}, r["applied"]
+    helper = [a for a in r["applied"] if a["file"] == "netpkg/model.py"]
+    assert len(helper) == 1 and "ActionDist.__getstate__ in dists.py" in helper[0]["description"], helper
+    assert r["checks"]["same"]["status"] == "PASS" and "identical (bitwise)" in r["checks"]["same"]["detail"]
+    assert r["checks"]["deepcopy"]["status"] == "PASS" and "original untouched" in r["checks"]["deepcopy"]["detail"]
+    assert {p: p.read_bytes() for p in proj.rglob("*.py")} == before  # verify fixes copies only
+    import netpkg.blocks  # the original modules are back in sys.modules
+
+    assert os.path.realpath(netpkg.blocks.__file__) == os.path.realpath(proj / "netpkg" / "blocks.py")

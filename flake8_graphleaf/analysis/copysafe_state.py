@@ -4,7 +4,10 @@
 ``__dict__``.  A ``__getstate__`` that replaces, drops or detaches ``state["name"]`` (by hand, or the
 loop the copy-safe fix writes: ``for name in ("a", "b"): state[name] = ...``), or that clears or
 resets ``self.name`` before the state is taken (a distillation wrapper emptying its feature dicts),
-makes the store of a graph tensor in ``name`` harmless for copies: its findings are dropped.  So
+makes the store of a graph tensor in ``name`` harmless for copies: its findings are dropped.  A
+buffer lives in ``state["_buffers"]``: detaching that entry covers the class's buffer findings
+(GLF004), and a loop over every entry of the state (``for name in list(state):``) covers every
+attribute, names made at run time (``setattr(self, f"_last_{k}", v)``) included.  So
 does naming ``name`` in a class's own ``__deepcopy__`` / ``__reduce__`` / ``__reduce_ex__``
 (PairwiseGP sets its cached tensors to None around the copy): such a class decides what a copy gets.
 """
@@ -18,6 +21,10 @@ from .findings import Finding
 
 # The rules whose finding is about a value held in the instance ``__dict__``.
 COVERABLE = ("GLF001", "GLF002", "GLF003", "GLF010")
+# A buffer lives in ``state["_buffers"]``: covered when that entry is detached (GLF004).
+BUFFERS = "_buffers"
+# Every entry of the state is detached (``for name in list(state): ...``): names made at run time too.
+ALL = "*"
 
 
 def getstate_of(class_node: ast.ClassDef) -> ast.FunctionDef | None:
@@ -60,6 +67,9 @@ def covered_attributes(class_node: ast.ClassDef) -> set[str]:
             names = [_const_str(e) for e in n.iter.elts]
             if names and all(names):
                 loops[n.target.id] = names  # type: ignore[assignment]
+        elif isinstance(n, ast.For) and isinstance(n.target, ast.Name) and _every_key(n.iter) \
+                and _detaches_each(n):
+            loops[n.target.id] = [ALL]
     for n in ast.walk(method):
         # self.feats.clear() / self.cache = None before the state is taken
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "clear":
@@ -81,6 +91,29 @@ def covered_attributes(class_node: ast.ClassDef) -> set[str]:
         elif isinstance(key, ast.Name) and key.id in loops:
             out.update(loops[key.id])
     return out
+
+
+def _detaches_each(loop: ast.For) -> bool:
+    """Does the loop over every entry store ``state[name] = <something that detaches>`` (a call
+    of ``detached(...)`` or a ``.detach()``)?  Moving tensors (``.cpu()``) keeps their graph."""
+    for n in ast.walk(loop):
+        if isinstance(n, ast.Assign) and any(isinstance(t, ast.Subscript) for t in n.targets):
+            for c in ast.walk(n.value):
+                if isinstance(c, ast.Call) and ((isinstance(c.func, ast.Name) and c.func.id == "detached")
+                                                or (isinstance(c.func, ast.Attribute) and c.func.attr == "detach")):
+                    return True
+    return False
+
+
+def _every_key(node) -> bool:
+    """``state``, ``list(state)``, ``tuple(state)``, ``state.keys()``: a loop over every entry."""
+    if isinstance(node, ast.Call) and not node.keywords:
+        if isinstance(node.func, ast.Name) and node.func.id in ("list", "tuple") and len(node.args) == 1:
+            return _every_key(node.args[0])
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "keys" and not node.args:
+            return _every_key(node.func.value)
+        return False
+    return isinstance(node, ast.Name) and node.id == "state"
 
 
 _PLAIN = re.compile(r"([A-Za-z_]\w*)\.([A-Za-z_]\w*)(\[\.\.\.\])?")
@@ -131,10 +164,15 @@ def drop_covered(findings: list[Finding], classes: dict) -> list[Finding]:
     cover: dict[str, set[str]] = {}
     out = []
     for f in findings:
-        if f.code in COVERABLE and f.class_name in classes and on_self(f, classes):
+        if f.code in COVERABLE + ("GLF004",) and f.class_name in classes and on_self(f, classes):
             if f.class_name not in cover:
                 cover[f.class_name] = covered_in_class(f.class_name, classes)
-            if stored_name(f, classes[f.class_name].node) in cover[f.class_name]:
+            covered = cover[f.class_name]
+            if ALL in covered:
+                continue
+            if f.code == "GLF004" and BUFFERS in covered:
+                continue
+            if f.code != "GLF004" and stored_name(f, classes[f.class_name].node) in covered:
                 continue
         out.append(f)
     return out

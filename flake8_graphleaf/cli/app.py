@@ -26,8 +26,8 @@ from .cached import finding_from_json, finding_to_json
 from ..project.resolver import file_stamp, shared_resolver
 from ..project.cache import DIR_NAME, Cache, key as cache_key
 from .files import discover
-from ..analysis.findings import SAFE, Finding
-from ..fix.fixer import fix_source
+from ..analysis.findings import SAFE, Finding, Fix
+from ..fix.fixer import NOT_REMOVED, fix_source
 from ..fix.readers import project_index
 from ..analysis.noqa import add_noqa, file_is_skipped, is_silenced, noqa_map
 from .output import EDIT_FORMATS, FORMATS, FileReport, render, statistics
@@ -360,13 +360,18 @@ class Interrupted(Exception):
         self.written = written or set()  # paths written by workers whose results did not come back
 
 
+# After Ctrl-C, how long the workers get to finish the file each is on (a file, not a batch).
+WORKER_STOP_S = 120.0
+
+
 def run_many(func, files: list[str], jobs: int, progress: Progress, *extra) -> list:
     """``func(batch, *extra)`` over ``files`` in batches, in parallel when it pays;
     results come back in the order of ``files`` whatever finishes first.
 
-    Ctrl-C raises :class:`Interrupted` within about a second: pending batches are
-    cancelled, each worker finishes the file it is on (so a file is old or new, never
-    half written, and each one changed is in ``done``), then the pool is terminated."""
+    Ctrl-C raises :class:`Interrupted` once the files in hand are done: pending batches are
+    cancelled, each worker (and the serial loop) finishes the file it is on (so a file is old
+    or new, never half written, and each one changed is in ``done``), then the pool is
+    terminated."""
     if not files:
         return []
     size = max(1, min(16, len(files) // (jobs * 4) or 1))
@@ -394,7 +399,9 @@ def run_many(func, files: list[str], jobs: int, progress: Progress, *extra) -> l
                 stop.set()
                 for fut in futures:
                     fut.cancel()
-                deadline = time.monotonic() + 1.0
+                # Each running worker stops after the file it is on (it checks ``stop`` before each
+                # one): wait for that, however busy the machine, so that no file is cut off mid-write.
+                deadline = time.monotonic() + WORKER_STOP_S
                 for fut, i in futures.items():
                     if i in results or fut.cancelled():
                         continue
@@ -416,17 +423,43 @@ def run_many(func, files: list[str], jobs: int, progress: Progress, *extra) -> l
                 results = {}
     done: list = []
     try:
-        for i, b in enumerate(batches):
-            if i not in results:
-                for p in b:  # one file at a time: Ctrl-C loses at most the file in hand
-                    results.setdefault(i, []).extend(func([p], *extra))
-                progress.advance(len(b))
+        with _sigint_between_files() as pressed:
+            for i, b in enumerate(batches):
+                if i not in results:
+                    for p in b:  # one file at a time: Ctrl-C stops after the file in hand
+                        results.setdefault(i, []).extend(func([p], *extra))
+                        if pressed():
+                            raise KeyboardInterrupt
+                    progress.advance(len(b))
     except KeyboardInterrupt:
         progress.close()
         done = [r for i in sorted(results) for r in results[i]]
         raise Interrupted(done) from None
     progress.close()
     return [r for i in range(len(batches)) for r in results[i]]
+
+
+class _sigint_between_files:
+    """Ctrl-C while a file is in hand takes effect once it is done (its report is then in the
+    results, so a file written is always listed); the previous handler comes back afterwards.
+    Outside the main thread (no signal handlers there) Ctrl-C is not deferred."""
+
+    def __enter__(self):
+        self.pending = False
+        self.old = None
+        try:
+            self.old = signal.signal(signal.SIGINT, self._note)
+        except ValueError:  # not the main thread
+            self.old = None
+        return lambda: self.pending
+
+    def _note(self, signum, frame):
+        self.pending = True
+
+    def __exit__(self, *exc):
+        if self.old is not None:
+            signal.signal(signal.SIGINT, self.old)
+        return False
 
 
 def _terminate(pool: ProcessPoolExecutor) -> None:
@@ -745,8 +778,58 @@ def _run_fix(args, settings: Settings, unsafe: bool, diff: bool) -> tuple[list[F
             known = {r.path for r in exc.done if getattr(r, "written", False)}
             reports += [FixReport(p, written=True, changed=True) for p in sorted(exc.written - known)]
             interrupted = True
+        if not interrupted:
+            _fix_in_other_files(reports, settings, diff)
     reports.sort(key=lambda r: r.path)
     return reports, interrupted
+
+
+def _fix_in_other_files(reports: list[FixReport], settings: Settings, diff: bool) -> None:
+    """Helper objects of a class in another checked file: that file gets the copy-safe state, and
+    the module's findings they caused count as fixed.  Files that were not checked are not touched."""
+    from ..fix.foreign import fix_classes, requests
+
+    left = [f for r in reports for f, _ in r.left]
+    wanted = requests(left)
+    if not wanted:
+        return
+    by_path = {os.path.realpath(r.path): r for r in reports if not r.error and r.output is None}
+    done: dict[tuple[str, str], str] = {}  # (path, class) -> description
+    for path, classes in wanted.items():
+        target = by_path.get(path)
+        if target is None:
+            continue
+        try:
+            src = read_source(target.path)
+            base = "\n".join(target.lines) if target.lines else src.text
+            new, made = fix_classes(base, target.path, classes, settings.analysis_options(target.path))
+            if not made:
+                continue
+            check_parses(new, target.path)
+            original = src.text if diff else None
+            if diff:
+                target.diff = _diff(target.path, original, new)
+            else:
+                write_atomic(target.path, encode(src, new), expected_old=src.raw)
+                target.written = True
+        except SourceError as exc:
+            target.error = f"could not write: {exc}"
+            continue
+        target.changed = True
+        target.lines = new.split("\n")
+        done.update({(path, cls): why for cls, why in made.items()})
+    if not done:
+        return
+    for r in reports:
+        keep = []
+        for f, why in r.left:
+            key = (os.path.realpath(f.data.get("helper_path") or ""), (f.data.get("helper_class") or "").rpartition(".")[2])
+            if key in done:
+                f.fix = Fix(SAFE, done[key])
+                r.applied.append(f)
+            else:
+                keep.append((f, why))
+        r.left = keep
 
 
 def _report_interrupt(reports: list[FixReport]) -> int:
@@ -835,7 +918,13 @@ def _fix_command(args, settings: Settings, diff: bool, from_check: bool = False)
         line = f"{verb} {_plural(applied, 'finding')} in {_plural(changed, 'file')}"
         line += f"; {len(left)} left"
         if left:
-            line += f" ({need_unsafe} with an unsafe fix: add --unsafe-fixes)" if need_unsafe else " (no automatic fix)"
+            not_removed = sum(1 for r in reports for _, why in r.left if why == NOT_REMOVED)
+            parts = []
+            if need_unsafe:
+                parts.append(f"{need_unsafe} with an unsafe fix: add --unsafe-fixes")
+            if not_removed:
+                parts.append(f"{not_removed} whose fix did not remove the finding")
+            line += f" ({'; '.join(parts)})" if parts else " (no automatic fix)"
         if errors:
             line += f"; {_plural(errors, 'file')} could not be read, parsed or written (GLF900)"
         info.write(line + ".\n")

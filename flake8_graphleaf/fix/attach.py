@@ -1,7 +1,7 @@
 """Attaching fixes to findings: each finding that has one gets a :class:`Fix` of text edits.
 
 The builders live in one module per fix family (``stores``, ``copysafe``, ``hooks``, ``buffers``,
-``legacy_norm``, ``deepcopy``); ``context``, ``usage``, ``cst`` and ``tensors`` are what they share.
+``legacy_norm``, ``deepcopy``, ``processes``; ``foreign`` for fixes made in another file); ``context``, ``usage``, ``cst`` and ``tensors`` are what they share.
 
 A *safe* fix never changes what the program computes, nor what any reader of the attribute sees,
 including readers in other files of the project and code outside the checked paths
@@ -22,6 +22,8 @@ the reason in ``data["no_fix"]``.
 from __future__ import annotations
 
 import ast
+import os
+import re
 
 from ..analysis import Options, analyze_file
 from ..analysis.copysafe_state import on_self, stored_name
@@ -31,11 +33,12 @@ from ..analysis.modules import ClassInfo
 from ..analysis.textpos import Text
 from .buffers import fix_buffer
 from .context import Context
-from .copysafe import copysafe_edit
+from .copysafe import ALL, BUFFERS, copysafe_edit, described
 from .cst import NoFix
 from .deepcopy import fix_deepcopy
 from .hooks import hook_detach
 from .legacy_norm import fix_legacy, fix_weight_drop
+from .processes import fix_process_send
 from .stores import container_detach, detached_mirror, rename_to_local
 from .usage import ProjectReads, is_private, usage_of
 
@@ -43,20 +46,36 @@ STORE_RULES = ("GLF001", "GLF002", "GLF003")
 
 
 def attach_fixes(tree: ast.Module, text: Text, findings: list[Finding], classes: dict[str, ClassInfo],
-                 imports: ImportMap, project=None, filename: str = "") -> None:
+                 imports: ImportMap, project=None, filename: str = "", withhold=None) -> None:
+    """``withhold(finding) -> bool``: findings that get no fix (the fixer's, for fixes that were tried
+    and did not remove their finding)."""
     ctx = Context(tree, text, classes, imports)
     ctx.project = ProjectReads(project, filename) if project is not None else None
     copysafe: dict[str, list[tuple[Finding, str, Fix | None]]] = {}
     for f in findings:
+        if withhold is not None and withhold(f):
+            f.fix = None
+            f.data["no_fix"] = "the fix did not remove the finding"
+            continue
         try:
             code = f.data.get("code_if_resolved", f.code)
             if f.data.get("kind") == "helper":
-                f.data["no_fix"] = (f"the tensor is kept by {f.data['helper_class']} (line {f.data['helper_line']}), "
-                                    "a class the fix of this file does not change")
+                local = _helper_here(f, ctx)
+                if local is not None:  # the helper's class is in this file: it gets the copy-safe state
+                    copysafe.setdefault(local[0], []).append((f, local[1], None))
+                else:
+                    _helper_elsewhere(f, ctx)
                 continue
             if code in STORE_RULES:
                 choice = _choose_store_fix(f, ctx, code)
                 if isinstance(choice, tuple):  # ("copysafe", name, fallback)
+                    copysafe.setdefault(f.class_name, []).append((f, choice[1], choice[2]))
+                else:
+                    f.fix = choice
+                continue
+            if code == "GLF004":
+                choice = _choose_buffer_fix(f, ctx)
+                if isinstance(choice, tuple):
                     copysafe.setdefault(f.class_name, []).append((f, choice[1], choice[2]))
                 else:
                     f.fix = choice
@@ -81,7 +100,7 @@ def attach_fixes(tree: ast.Module, text: Text, findings: list[Finding], classes:
                 f.fix = fallback
                 f.data["no_fix"] = f"copy-safe fix not possible: {exc}"
             continue
-        quoted = ", ".join(f"'{n}'" for n in names)
+        quoted = described(names)
         verb = "add" if how == "add" else "extend"
         fix = Fix(SAFE, f"{verb} {class_name}.__getstate__ so that copies (copy.deepcopy, pickle, torch.save) get "
                         f"detached values of {quoted}; the live object keeps its graph tensors, so nothing the "
@@ -103,9 +122,13 @@ def _choose_store_fix(f: Finding, ctx: Context, code: str):
         candidates = [rename_to_local(f, ctx), container_detach(f, ctx)]
     rename, detach = (None, candidates[0]) if code == "GLF003" else candidates
     if name is None:
+        fallback = detach
         if rename is not None:  # a rename we cannot tie to one attribute name is never proven safe
-            return Fix(UNSAFE, rename.description + " (its readers cannot be checked)", rename.edits)
-        return detach
+            fallback = Fix(UNSAFE, rename.description + " (its readers cannot be checked)", rename.edits)
+        if mine and code != "GLF003":
+            # A name made at run time (setattr(self, f"_last_{k}", v)): copies detach every graph tensor of the state.
+            return ("copysafe", ALL, fallback)
+        return fallback
     private = is_private(name)
     method = ctx.method(f) if code != "GLF003" else None
     if rename is not None and private:  # a public attribute is never removed: no need to look for readers
@@ -137,6 +160,58 @@ def _choose_store_fix(f: Finding, ctx: Context, code: str):
     return fallback
 
 
+_HELD = re.compile(r"[A-Za-z_]\w*\.[A-Za-z_]\w*\.([A-Za-z_]\w*)")
+
+
+def _held_name(f: Finding) -> str | None:
+    """``self.action_dist.distribution`` (a helper object's attribute): ``distribution``."""
+    m = _HELD.match(f.attribute or "")
+    return m.group(1) if m else None
+
+
+def _helper_here(f: Finding, ctx: Context) -> tuple[str, str] | None:
+    """(class, attribute) when the helper object's class is defined in this file."""
+    qual, name = f.data.get("helper_class") or "", _held_name(f)
+    module, _, cls = qual.rpartition(".")
+    if name is None or cls not in ctx.classes or (module and module != (ctx.imports.module or module)):
+        return None
+    return cls, name
+
+
+def _helper_elsewhere(f: Finding, ctx: Context) -> None:
+    """A helper class of another file: its file gets the fix (``graphleaf fix`` makes it there when
+    that file is among the checked ones, see :mod:`.foreign`); the finding names where."""
+    from ..analysis.project_view import resolve
+
+    qual, name = f.data.get("helper_class") or "", _held_name(f)
+    found = resolve(getattr(ctx.imports, "project", None), qual) if qual else None
+    path = getattr(getattr(found, "module", None), "path", None)
+    if path and name:
+        f.data["helper_path"] = path
+        f.data["helper_attr"] = name
+        f.data["no_fix"] = (f"the tensor is kept by {qual} (line {f.data['helper_line']}), a class of "
+                            f"{os.path.basename(path)}: its fix is made in that file (when it is checked too)")
+    else:
+        f.data["no_fix"] = (f"the tensor is kept by {qual} (line {f.data['helper_line']}), "
+                            "a class the fix of this file does not change")
+
+
+def _choose_buffer_fix(f: Finding, ctx: Context):
+    """GLF004: the buffer's own fix (``.detach()`` of an existing graph tensor, ``torch.no_grad()``
+    around a new computation) when it is safe; else the copy-safe state (copies get the buffers
+    detached, the live module keeps what it computes), with the buffer's own fix as the fallback."""
+    try:
+        own = fix_buffer(f, ctx)
+    except NoFix as exc:
+        own = None
+        f.data["no_fix"] = str(exc)
+    if own is not None and own.applicability == SAFE:
+        return own
+    if f.class_name in ctx.classes and on_self(f, ctx.classes):
+        return ("copysafe", BUFFERS, own)
+    return own
+
+
 def _built_later(build):
     """The edits of a copy-safe fix, made when a front end first needs them (``fix``, ``--diff``,
     JSON and SARIF output); one that cannot be built after all is no edit, and the fixer skips it."""
@@ -149,19 +224,21 @@ def _built_later(build):
 
 
 _BUILDERS = {
-    "GLF004": fix_buffer,
     "GLF005": fix_weight_drop,
     "GLF101": fix_legacy,
     "GLF102": fix_legacy,
     "GLF201": fix_deepcopy,
+    "GLF301": fix_process_send,
 }
 
 
 def analyze_with_fixes(source: str, filename: str = "<unknown>", options: Options | None = None,
-                       project=None) -> list[Finding]:
+                       project=None, withhold=None) -> list[Finding]:
     """:func:`flake8_graphleaf.analysis.analyze_source`, with each finding's fix attached.
-    ``project`` is the project index (None: every attribute may be read elsewhere)."""
+    ``project`` is the project index (None: every attribute may be read elsewhere); ``withhold``:
+    see :func:`attach_fixes`."""
     result = analyze_file(ast.parse(source, filename=filename), source, options)
     if result.findings:
-        attach_fixes(result.tree, Text(source), result.findings, result.classes, result.imports, project, filename)
+        attach_fixes(result.tree, Text(source), result.findings, result.classes, result.imports, project, filename,
+                     withhold)
     return result.findings

@@ -1,5 +1,8 @@
-"""Fixes for buffer updates (GLF004): ``.detach()`` or ``with torch.no_grad():``; safe when ``forward``
-does not read the buffer afterwards (reachability, not text order)."""
+"""Fixes for buffer updates (GLF004), matched to the store: ``.detach()`` of an existing graph tensor
+(``self.relative_bias = self.pos_emb``: ``torch.no_grad()`` would not detach a tensor that already has
+history), ``with torch.no_grad():`` around a new computation (an in-place update, a container item, a
+value from several lines).  Safe when ``forward`` does not read the buffer afterwards (reachability,
+not text order); :mod:`.attach` uses the copy-safe state instead when it does."""
 
 from __future__ import annotations
 
@@ -7,8 +10,19 @@ import ast
 
 from ..analysis.findings import SAFE, UNSAFE, Finding, Fix
 from .context import Context, alone_on_lines, at, method_self_name, reachable_after, self_attr_nodes, statement, wrap
-from .cst import wrap_no_grad
+from .cst import NoFix, wrap_no_grad
 from .tensors import certainly_tensor
+
+# Values that are an existing object: evaluating them computes nothing, so no_grad around them does nothing.
+_EXISTING = (ast.Name, ast.Attribute, ast.Starred)
+
+
+def _existing(value: ast.AST) -> bool:
+    """Is ``value`` an existing object (a name, an attribute, an item of one), not a new computation?"""
+    while isinstance(value, ast.Subscript):
+        value = value.value
+    return isinstance(value, _EXISTING) or (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+                                            and value.func.attr in ("get", "pop") and _existing(value.func.value))
 
 
 # -- GLF004 ----------------------------------------------------------------------------
@@ -33,16 +47,27 @@ def fix_buffer(f: Finding, ctx: Context) -> Fix | None:
     applicability = UNSAFE if read_after else SAFE
     why = " (forward reads the buffer afterwards: its gradient history changes)" if read_after else ""
     alone = alone_on_lines(ctx, stmt)
-    if alone and kind == "attr" and isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and stmt.value is not None:
+    value = None
+    if kind == "attr" and isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and stmt.value is not None:
         if isinstance(stmt, ast.Assign) and not (len(stmt.targets) == 1 and stmt.targets[0] is node):
             return None
-        if certainly_tensor(stmt.value, ctx, method):
+        value = stmt.value
+        if alone and certainly_tensor(value, ctx, method):
             return Fix(applicability, "assign .detach() of the new value" + why,
-                       (ctx.edit(stmt.value, wrap(ctx, stmt.value) + ".detach()"),))
-    if alone and kind == "register_buffer" and isinstance(node, ast.Call) and len(node.args) >= 2:
-        value = node.args[1]
-        return Fix(applicability, "register .detach() of the value" + why,
-                   (ctx.edit(value, wrap(ctx, value) + ".detach()"),))
+                       (ctx.edit(value, wrap(ctx, value) + ".detach()"),))
+    if kind in ("register_buffer", "setattr") and isinstance(node, ast.Call):
+        n = 1 if kind == "register_buffer" else 2
+        value = node.args[n] if len(node.args) > n and not isinstance(node.args[n], ast.Starred) else None
+        # register_buffer takes a tensor or None, and the analysis saw a graph tensor here: a tensor.
+        if value is not None and (kind == "register_buffer" or certainly_tensor(value, ctx, method)):
+            verb = "register" if kind == "register_buffer" else "set"
+            return Fix(applicability, f"{verb} .detach() of the value" + why,
+                       (ctx.edit(value, wrap(ctx, value) + ".detach()"),))
+    if value is not None and _existing(value) and not isinstance(stmt, ast.AugAssign):
+        # (``self.buf += t`` is an in-place update: no_grad around it records no history, whatever t is)
+        # no_grad does not detach a tensor that already has history, and .detach() needs a tensor.
+        raise NoFix("the buffer is set to an existing graph tensor (torch.no_grad() would not detach it), "
+                    "and the value is not certainly one tensor (.detach() needs one)")
     if kind in ("inplace", "container", "attr", "setattr", "register_buffer"):
         # The whole statement (several lines, a value from an argument) under torch.no_grad(), with libcst.
         line, col = ctx.text.start(stmt)

@@ -40,18 +40,37 @@ from .cst import NoFix, diff_edit, find, indent_unit, parse, replace, torch_name
 
 MARK = "# graphleaf: copies (copy.deepcopy, pickle, torch.save) get detached values of the"
 
-_HELPER = '''def detached(value):
+_HELPER = '''def detached(value, seen=()):
     if isinstance(value, {torch}.Tensor):
         return value.detach() if value.grad_fn is not None else value
+    if id(value) in seen or isinstance(value, ({torch}.nn.Module, type)):
+        return value  # a module's own __getstate__ decides its copy
+    seen = seen + (id(value),)
     if isinstance(value, dict):
+        items = [(key, item, detached(item, seen)) for key, item in value.items()]
+        if all(new is item for _, item, new in items):
+            return value
         value = value.copy()
-        for key in value:
-            value[key] = detached(value[key])
+        for key, _, new in items:
+            value[key] = new
         return value
-    if isinstance(value, tuple) and hasattr(value, "_fields"):
-        return type(value)(*[detached(item) for item in value])
     if isinstance(value, (list, tuple)):
-        return type(value)([detached(item) for item in value])
+        items = [detached(item, seen) for item in value]
+        if all(new is item for new, item in zip(items, value)):
+            return value
+        if isinstance(value, tuple) and hasattr(value, "_fields"):
+            return type(value)(*items)
+        return type(value)(items)
+    if hasattr(value, "__dict__"):
+        # a plain object (a distribution, a state holder): a shallow copy with its attributes detached
+        items = {{key: detached(item, seen) for key, item in vars(value).items()}}
+        if all(items[key] is item for key, item in vars(value).items()):
+            return value
+        from copy import copy as shallow_copy
+
+        value = shallow_copy(value)
+        vars(value).update(items)
+        return value
     return value
 '''
 
@@ -60,9 +79,24 @@ _LOOP = '''for name in {names}:
         state[name] = detached(state[name])
 '''
 
+ALL = "*"  # every entry of the state: attributes named at run time
+BUFFERS = "_buffers"  # an nn.Module's registered buffers live in state["_buffers"]
+
 
 def _names_tuple(names: list[str]) -> str:
+    if ALL in names:
+        return "list(state)"
     return "(" + ", ".join(f'"{n}"' for n in names) + ("," if len(names) == 1 else "") + ")"
+
+
+def described(names: list[str]) -> str:
+    """The names as the fix's description says them."""
+    if ALL in names:
+        return "every attribute (their names are made at run time)"
+    plain = ", ".join(f"'{n}'" for n in names if n != BUFFERS)
+    if BUFFERS in names:
+        return f"{plain} and of its buffers" if plain else "its buffers"
+    return plain
 
 
 def _reindent(code: str, unit: str) -> str:
@@ -139,15 +173,27 @@ def copysafe_edit(ctx, class_name: str, names: list[str]):
     for other in ("__reduce__", "__reduce_ex__", "__deepcopy__"):
         if other in own:
             raise NoFix(f"class '{class_name}' defines {other}, which copies use instead of __getstate__")
+    names = list(names)
+    if ALL in names:
+        names = [ALL]
+    elif info.facts.is_module and BUFFERS not in names:
+        names.append(BUFFERS)  # a buffer reassigned in forward lives in _buffers, not in __dict__
     getstate = next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "__getstate__"), None)
     if getstate is None:
         return "add", lambda: _add_method(ctx, info, class_name, names)
     # An existing __getstate__: ours (extend its list) or a recognisable one (extend it).
     for n in ast.walk(getstate):
-        if (isinstance(n, ast.For) and isinstance(n.target, ast.Name) and n.target.id == "name"
-                and isinstance(n.iter, ast.Tuple) and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in n.iter.elts)):
+        if not (isinstance(n, ast.For) and isinstance(n.target, ast.Name) and n.target.id == "name"):
+            continue
+        if _every_entry(n.iter):
+            raise NoFix("already covered")
+        if isinstance(n.iter, ast.Tuple) and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in n.iter.elts):
             have = [e.value for e in n.iter.elts]
-            merged = have + [x for x in names if x not in have]
+            merged = [ALL] if ALL in names else have + [x for x in names if x not in have]
+            if BUFFERS in merged:  # kept last, after the attribute names
+                merged = [x for x in merged if x != BUFFERS] + [BUFFERS]
+            if sorted(merged) == sorted(have):
+                raise NoFix("already covered")
             if merged == have:
                 raise NoFix("already covered")
             return "extend", lambda: _extend_ours(ctx, n, merged)
@@ -156,10 +202,15 @@ def copysafe_edit(ctx, class_name: str, names: list[str]):
     last = body[-1]
     used = {x.id for x in ast.walk(getstate) if isinstance(x, ast.Name)}
     if (first is None or not _recognised_start(first) or not (isinstance(last, ast.Return) and isinstance(last.value, ast.Name)
-            and last.value.id == "state") or used & {"detached", "name", "key", "item"}):
+            and last.value.id == "state") or used & {"detached", "name", "key", "item", "items", "new", "seen", "shallow_copy"}):
         raise NoFix(f"'{class_name}.__getstate__' is not one the fixer can extend (it should build "
                     "`state` from self.__dict__ or super().__getstate__() and end with `return state`)")
     return "extend", lambda: _extend_theirs(ctx, getstate, last, names)
+
+
+def _every_entry(node) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "list" \
+        and len(node.args) == 1 and isinstance(node.args[0], ast.Name) and node.args[0].id == "state"
 
 
 def _add_method(ctx, info, class_name: str, names: list[str]):

@@ -14,6 +14,7 @@ from ..analysis.textpos import split_lines
 from .attach import analyze_with_fixes
 
 MAX_ROUNDS = 6
+MAX_UNDONE = 12  # rounds made again without a fix that did not work
 
 
 @dataclass
@@ -104,6 +105,34 @@ class _Taken:
         return list(self.edits)
 
 
+def _identity(f: Finding) -> tuple:
+    """What a finding is about, whatever line it moved to: a fix works when the number of findings
+    with its identity goes down by the number it fixed (and no identity gains one)."""
+    return (f.code, f.class_name, f.attribute, f.data.get("method"), f.data.get("kind"))
+
+
+def _where(f: Finding, source_lines: list[str]) -> tuple:
+    """A finding in one text: its identity and the text of its line (positions move with other
+    edits; a fix that was undone leaves its line as it was)."""
+    line = source_lines[f.line - 1].strip() if 0 < f.line <= len(source_lines) else ""
+    return _identity(f) + (line,)
+
+
+NOT_REMOVED = "the fix did not remove the finding"
+
+
+def _broken(before: list[Finding], chosen: list[Finding], after: list[Finding]) -> tuple[set, bool]:
+    """(identities of chosen findings still there after the round, whether a finding was added)."""
+    from collections import Counter
+
+    was = Counter(_identity(f) for f in before)
+    now = Counter(_identity(f) for f in after)
+    fixed = Counter(_identity(f) for f in chosen)
+    still = {k for k, n in fixed.items() if now[k] > was[k] - n}
+    added = any(now[k] > was[k] for k in now)
+    return still, added
+
+
 def fix_source(
     source: str,
     filename: str = "<unknown>",
@@ -117,17 +146,26 @@ def fix_source(
     project index (None: every attribute may be read in other files, so only fixes that are safe
     whoever reads it are safe).
 
-    Runs the analysis again after each round, so that fixes which touch the same
-    lines are applied one after the other, and a second run finds nothing to do.
-    A round whose result would not parse is dropped and reported, never returned.
+    Runs the analysis again after each round, so that fixes which touch the same lines are applied
+    one after the other, and a second run finds nothing to do.  A fix is kept only when it works:
+    after the round, its finding must be gone and no finding may have been added; a fix that fails
+    is undone (the round is made again without it), never applied again, and reported as left with
+    "the fix did not remove the finding".  A round whose result would not parse is dropped and
+    reported, never returned.
     """
     result = FixResult(source)
     current = source
     reported: set[tuple[str, int, int]] = set()
-    analysed: tuple[str, list[Finding]] | None = None  # the last analysis, and of which text
-    for _ in range(MAX_ROUNDS):
-        findings = analyze_with_fixes(current, filename, options, project)
-        analysed = (current, findings)
+    failed: set[tuple] = set()  # _where() of findings whose fix did not remove them (in the text it was tried on)
+
+    def analyse(text: str) -> list[Finding]:
+        lines = text.split("\n")
+        withhold = (lambda f: _where(f, lines) in failed) if failed else None
+        return analyze_with_fixes(text, filename, options, project, withhold=withhold)
+
+    findings = analyse(current)
+    rounds = undone = 0
+    while rounds < MAX_ROUNDS and undone <= MAX_UNDONE:
         noqa = noqa_map(current) if findings else {}
         chosen: list[Finding] = []
         taken = _Taken()
@@ -175,21 +213,34 @@ def fix_source(
                 break
             if not kept:
                 break
-            chosen = kept
+            chosen = [c for c in chosen if c.fix is kept[0].fix]
             new = apply_edits(current, list(kept[0].fix.edits))
         if new == current:
             break
+        after = analyse(new)
+        bad = _failing(current, findings, chosen, after, analyse)
+        if bad:
+            # Undo the round: the failing fixes are withheld from now on, the others are made again.
+            lines = current.split("\n")
+            failed.update(_where(f, lines) for f in bad)
+            findings = analyse(current)
+            undone += 1
+            continue
+        rounds += 1
         result.applied += chosen
         current = new
+        findings = after
     result.source = current
-    # What is left: findings with no fix, or with a fix that was not enabled.
-    # The loop usually ends by analysing the final text and finding nothing to apply.
-    final = analysed[1] if analysed is not None and analysed[0] == current else analyze_with_fixes(current, filename, options, project)
+    # What is left: findings with no fix, with a fix that was not enabled, or whose fix did not work.
+    final = findings
+    lines = current.split("\n")
     noqa = noqa_map(current) if final else {}
     for f in final:
         if (wanted is not None and not wanted(f.code)) or is_silenced(f.code, f.line, noqa):
             continue
-        if f.fix is None:
+        if _where(f, lines) in failed:
+            result.skipped.append((f, NOT_REMOVED))
+        elif f.fix is None:
             why = f.data.get("no_fix")
             result.skipped.append((f, "no automatic fix" + (f": {why}" if why else "")))
         elif f.fix.applicability != SAFE and not unsafe:
@@ -197,3 +248,33 @@ def fix_source(
         elif (f.code, f.line, f.col) not in reported:
             result.skipped.append((f, "fix not applied (conflicts with another fix)"))
     return result
+
+
+def _failing(current: str, before: list[Finding], chosen: list[Finding], after: list[Finding], analyse) -> list[Finding]:
+    """The chosen findings whose fix does not work (their finding stays, or the fix adds one).  When
+    the round as a whole fails and it made several fixes, each is tried alone to find the culprits."""
+    still, added = _broken(before, chosen, after)
+    if not still and not added:
+        return []
+    groups: list[list[Finding]] = []
+    for f in chosen:
+        for g in groups:
+            if g[0].fix is f.fix:
+                g.append(f)
+                break
+        else:
+            groups.append([f])
+    if len(groups) == 1:
+        return [f for f in chosen if _identity(f) in still] or list(chosen)
+    bad: list[Finding] = []
+    for g in groups:
+        trial = apply_edits(current, list(g[0].fix.edits))
+        try:
+            ast.parse(trial)
+        except SyntaxError:
+            bad += g
+            continue
+        s, a = _broken(before, g, analyse(trial))
+        if s or a:
+            bad += [f for f in g if _identity(f) in s] or g
+    return bad or list(chosen)

@@ -18,10 +18,17 @@ def hook_detach(f: Finding, ctx: Context) -> Fix | None:
     stmt = statement(node, ctx.parents)
     if stmt is None or not alone_on_lines(ctx, stmt):
         return None
+    registered = False  # module.register_buffer(name, value): a tensor (or None) by register_buffer's contract
     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and stmt.targets[0] is node:
         value = stmt.value
     elif isinstance(stmt, ast.AnnAssign) and stmt.target is node and stmt.value is not None:
         value = stmt.value
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "register_buffer" \
+            and len(node.args) >= 2 and not isinstance(node.args[1], ast.Starred):
+        value, registered = node.args[1], True
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" \
+            and len(node.args) == 3 and not isinstance(node.args[2], ast.Starred):
+        value = node.args[2]
     else:
         return None
     func = ctx.parents.get(stmt)
@@ -29,7 +36,8 @@ def hook_detach(f: Finding, ctx: Context) -> Fix | None:
         func = ctx.parents.get(func)
     if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
-    if not (certainly_tensor(value, ctx, func) or _tensor_method_of_output(value, func)):
+    if not (registered or certainly_tensor(value, ctx, func) or _tensor_method_of_output(value, func)
+            or _output_of_tensor_layer(value, func, f, ctx)):
         return None
     return Fix(UNSAFE, f"store .detach() in '{f.attribute}' in the hook (readers lose its gradient)",
                (ctx.edit(value, wrap(ctx, value) + ".detach()"),))
@@ -45,3 +53,25 @@ def _tensor_method_of_output(value, func) -> bool:
         return False
     recv = value.func.value
     return (isinstance(recv, ast.Name) and recv.id == params[-1].arg and value.func.attr in _TENSOR_METHODS)
+
+
+def _output_of_tensor_layer(value, func, f: Finding, ctx: Context) -> bool:
+    """``output`` itself, in a forward hook registered on a layer that returns one tensor
+    (``self.fc.register_forward_hook(hook)`` with ``self.fc = nn.Linear(...)``)."""
+    from .tensors import _TENSOR_MODULES
+
+    params = func.args.posonlyargs + func.args.args
+    if not params or not (isinstance(value, ast.Name) and value.id == params[-1].arg):
+        return False
+    info = ctx.classes.get(f.class_name or "")
+    line = f.data.get("registered_at")
+    if info is None or not line:
+        return False
+    for n in ast.walk(info.node):
+        if (isinstance(n, ast.Call) and getattr(n, "lineno", None) == line and isinstance(n.func, ast.Attribute)
+                and n.func.attr == "register_forward_hook"):
+            recv = n.func.value
+            if isinstance(recv, ast.Attribute) and isinstance(recv.value, ast.Name) and recv.value.id == "self":
+                ctor = info.facts.submodule_ctors.get(recv.attr, "")
+                return ctor.rsplit(".", 1)[-1] in _TENSOR_MODULES
+    return False

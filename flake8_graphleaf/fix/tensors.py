@@ -36,9 +36,10 @@ _TENSOR_MODULES = frozenset(
 def certainly_tensor(node: ast.AST, ctx: "Context", method, depth: int = 0) -> bool:
     if depth > 6 or node is None:
         return False
-    self_name = method_self_name(method) if method is not None else None
+    function = isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+    self_name = method_self_name(method) if function else None
     facts = None
-    if method is not None:
+    if function:
         parent = ctx.parents.get(method)
         info = ctx.classes.get(parent.name) if isinstance(parent, ast.ClassDef) else None
         facts = info.facts if info is not None else None
@@ -52,12 +53,19 @@ def certainly_tensor(node: ast.AST, ctx: "Context", method, depth: int = 0) -> b
         return certainly_tensor(node.value, ctx, method, depth + 1)
     if isinstance(node, ast.Attribute):
         if isinstance(node.value, ast.Name) and node.value.id == self_name and facts is not None:
-            return node.attr in facts.params or node.attr in facts.buffers
+            if node.attr in facts.params or node.attr in facts.buffers:
+                return True
+            value = _last_attr_assignment(method, node)  # self.pos_emb = <tensor>; ...; self.buf = self.pos_emb
+            return value is not None and certainly_tensor(value, ctx, method, depth + 1)
         return node.attr in ("T", "mT", "H", "real", "imag") and certainly_tensor(node.value, ctx, method, depth + 1)
     if isinstance(node, ast.Call):
         func = node.func
+        if _tensor_layer(func, ctx, method):  # nn.Linear(3, 1)(x), or layer(x) with layer = nn.Linear(...)
+            return True
         qual = ctx.imports.qualname(func) or ""
         last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if qual in ("torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.Tensor", "torch.tensor"):
+            return True
         if qual.startswith("torch."):
             if last in _TUPLE_RESULTS or last[:1].isupper():
                 return False
@@ -76,6 +84,34 @@ def certainly_tensor(node: ast.AST, ctx: "Context", method, depth: int = 0) -> b
         value = _last_assignment(method, node)
         return value is not None and certainly_tensor(value, ctx, method, depth + 1)
     return False
+
+
+def _tensor_layer(func: ast.AST, ctx: "Context", scope) -> bool:
+    """Is ``func`` a torch layer that returns one tensor: ``nn.Linear(...)`` itself, or a name
+    assigned once (in the function or at module level) to one?"""
+    if isinstance(func, ast.Name) and scope is not None:
+        func = _last_assignment(scope, func)
+    if not isinstance(func, ast.Call):
+        return False
+    qual = ctx.imports.qualname(func.func) or ""
+    return qual.startswith("torch.nn.") and qual.rsplit(".", 1)[-1] in _TENSOR_MODULES
+
+
+def _last_attr_assignment(method, use: ast.Attribute) -> ast.AST | None:
+    """The value of the single plain assignment to ``self.<attr>`` in ``method`` (at its top level,
+    before ``use``), when nothing else in the method assigns it."""
+    found = []
+    for n in ast.walk(method):
+        targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, (ast.AnnAssign, ast.AugAssign)) else []
+        for t in targets:
+            if (isinstance(t, ast.Attribute) and t.attr == use.attr and isinstance(t.value, ast.Name)
+                    and isinstance(use.value, ast.Name) and t.value.id == use.value.id):
+                found.append(n)
+    if len(found) != 1 or not isinstance(found[0], (ast.Assign, ast.AnnAssign)) or found[0] not in method.body:
+        return None
+    if (found[0].lineno, found[0].col_offset) >= (use.lineno, use.col_offset) or found[0].value is None:
+        return None
+    return found[0].value
 
 
 def _last_assignment(method, use: ast.Name) -> ast.AST | None:

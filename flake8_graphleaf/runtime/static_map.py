@@ -213,7 +213,10 @@ def map_static(item: GraphTensor, index: StaticIndex, extra_files: Iterable[str]
                 if f.code not in ("GLF001", "GLF002", "GLF003", "GLF004", "GLF005"):
                     continue
                 root, fchain = _finding_chain(f.attribute)
-                if not _chain_matches(fchain, chain):
+                # A helper object's finding names the attribute holding an object (a distribution) whose
+                # own attributes hold the tensor: the runtime chain goes on past the finding's.
+                held = chain[:len(fchain)] if (f.data or {}).get("kind") == "helper" else chain
+                if not _chain_matches(fchain, held):
                     continue
                 if root == "self" or (f.data or {}).get("root") == "self":
                     if f.class_name not in mro_names:

@@ -31,6 +31,7 @@ def fixture_spec(path: str) -> Spec:
         expect_crash = getattr(mod, "EXPECT_CRASH", True)
         expect_fix = getattr(mod, "EXPECT_FIX", None)
         diff = tuple(getattr(mod, "EXPECT_UNSAFE_DIFF", ()) or ())
+        kinds = tuple(getattr(mod, "EXPECT_FIXES", ()) or ())
         backward = bool(getattr(mod, "STEP_BACKWARD", True))
     finally:
         sys.modules.pop(mod.__name__, None)
@@ -40,6 +41,7 @@ def fixture_spec(path: str) -> Spec:
         expect_crash=bool(expect_crash),
         expect_fix=expect_fix,
         expect_unsafe_diff=diff,
+        expect_fixes=kinds,
         step_backward=backward,
     )
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 import sys
 import traceback
 from typing import Any, Callable
@@ -41,6 +42,15 @@ def _fixer():
     from ...fix.fixer import fix_source
 
     return fix_source
+
+
+class _Combined:
+    """The fix results of every file of a --model project, as one (for the judgement of the fix)."""
+
+    def __init__(self, pf):
+        self.applied = [f for p in pf.files for f in pf.results[p].applied]
+        self.skipped = [s for p in pf.files for s in pf.results[p].skipped]
+        self.source = pf.sources[pf.files[0]]
 
 
 def graph_tensor_paths(obj, limit: int = 40) -> list[str]:
@@ -80,19 +90,24 @@ def _verify_one(spec: Spec, device: str, unsafe: bool, workdir: str, result: Res
     import torch
 
     modules = []
+    projects: list = []  # a --model project fixed across files: its original modules come back at the end
     try:
         if spec.module is not None:
             orig = spec.module
         else:
             orig = import_file(spec.path, "orig")
             modules.append(orig)
-        _run_pipeline(spec, device, unsafe, workdir, result, orig, modules, torch)
+        _run_pipeline(spec, device, unsafe, workdir, result, orig, modules, torch, projects)
     finally:
         for m in modules:
             sys.modules.pop(m.__name__, None)
+        from .project_fix import restore
+
+        for pf in projects:
+            restore(pf)
 
 
-def _run_pipeline(spec, device, unsafe, workdir, result, orig, modules, torch) -> None:
+def _run_pipeline(spec, device, unsafe, workdir, result, orig, modules, torch, projects) -> None:
     # --- 1. the original: step, then deepcopy ------------------------------------------------
     model_a = build_model(orig, spec, device)
     state0 = {k: v.detach().clone() for k, v in model_a.state_dict().items()}
@@ -130,11 +145,30 @@ def _run_pipeline(spec, device, unsafe, workdir, result, orig, modules, torch) -
     if spec.path is not None:
         with open(spec.path, encoding="utf-8") as fh:
             source = fh.read()
+    pf = None
+    if source is not None and spec.user and spec.module is not None:
+        from .project_fix import fix_project
+
+        # The model's classes may come from other files of the project: each of them is fixed.
+        pf = fix_project(spec.module, model_a, unsafe, _fixer(), workdir)
     if source is None:
         result.checks["fix"] = Check(SKIP, "no source file to fix")
         fixed_path = None
         fixed_source = None
         fixres = None
+    elif pf is not None:
+        fixres = _Combined(pf)
+        for path in pf.files:
+            shown = os.path.relpath(path, os.path.dirname(pf.root)) if pf.root != pf.path_entry else os.path.relpath(path, pf.root)
+            res = pf.results[path]
+            result.applied += [dict(d, file=shown) for d in applied_dicts(res.applied)]
+            result.skipped += [
+                {"code": f.code, "line": f.line, "attribute": f.attribute, "reason": why, "file": shown,
+                 "applicability": f.fix.applicability if f.fix else None}
+                for f, why in res.skipped
+            ]
+        fixed_path = None
+        fixed_source = fixres.source
     else:
         from ...fix.readers import project_index
 
@@ -165,7 +199,18 @@ def _run_pipeline(spec, device, unsafe, workdir, result, orig, modules, torch) -
                 result.checks["deepcopy"] = Check(PASS, "copy.deepcopy(model) works")
         return
 
-    if fixed_path and fixed_source != source:
+    from .project_fix import changed
+
+    if pf is not None and changed(pf):
+        try:
+            from .project_fix import import_fixed
+
+            projects.append(pf)
+            fixed = import_fixed(pf, spec.module)
+        except Exception as exc:  # noqa: BLE001 - the fixed project must import as the original did
+            result.checks["same"] = Check(FAIL, f"the fixed project does not import: {short_exc(exc)}")
+            return
+    elif fixed_path and fixed_source != source:
         try:
             if spec.module is not None and getattr(spec.module, "__package__", None):
                 # --model in a package: the fixed copy is imported as a sibling, so its
@@ -230,7 +275,7 @@ def _run_pipeline(spec, device, unsafe, workdir, result, orig, modules, torch) -
             result.checks["deepcopy"] = Check(FAIL, "copy.deepcopy(fixed model) still raises the graph-leaves error")
         else:
             # before any further forward call: the copy's values against the original's, untouched
-            copy_bad = copysafe_problems(held, before, copysafe_holders(clone, result.applied), torch)
+            copy_bad = copysafe_problems(held, before, copysafe_holders(clone, result.applied, like=held), torch)
             if rec_b.first_call is not None:
                 args, kwargs = rec_b.first_call
             else:
@@ -255,16 +300,46 @@ def _run_pipeline(spec, device, unsafe, workdir, result, orig, modules, torch) -
     _judge_safety(spec, result, all_safe)
 
 
-def copysafe_holders(model, applied) -> dict:
-    """{(path, attribute): (holder, value)} for each attribute a copy-safe fix names, in every module of its
-    class and every hook object (a bound method's ``__self__``, a callable) of that class, in hook order."""
+def _copysafe_names(applied) -> dict[str, set[str]]:
+    """{class name: attribute names} that the applied copy-safe fixes name; "_buffers" for a buffer
+    finding (the buffer lives in ``_buffers``), "*" when the fix covers every attribute."""
     wanted: dict[str, set[str]] = {}
     for a in applied:
-        if "__getstate__" in (a.get("description") or "") and a.get("class_name") and a.get("attribute"):
-            name = a["attribute"].split(".", 1)[-1].split("[", 1)[0]
-            if name == "__dict__" or "." in name:
-                continue
-            wanted.setdefault(a["class_name"], set()).add(name)
+        desc = a.get("description") or ""
+        if "__getstate__" not in desc or not a.get("class_name") or not a.get("attribute"):
+            continue
+        m = re.search(r"(?:add|extend) (\w+)\.__getstate__", desc)
+        cls = m.group(1) if m else a["class_name"]
+        names = wanted.setdefault(cls, set())
+        if "every attribute" in desc:
+            names.add("*")
+            continue
+        name = a["attribute"].split(".", 1)[-1].split("[", 1)[0]
+        if cls != a["class_name"]:  # a helper object's class: self.action_dist.distribution -> distribution
+            name = name.rsplit(".", 1)[-1]
+        if a.get("code") == "GLF004":
+            names.add("_buffers:" + name)
+        elif name != "__dict__" and "." not in name:
+            names.add(name)
+    return wanted
+
+
+def held_value(obj, name: str):
+    """The value a copy-safe fix hands copies in another form: ``obj.__dict__[name]``, or the buffer
+    ``obj._buffers[name]`` for "_buffers:name"; a missing one is ``KeyError``."""
+    if name.startswith("_buffers:"):
+        return obj.__dict__["_buffers"][name.split(":", 1)[1]]
+    return obj.__dict__[name]
+
+
+def copysafe_holders(model, applied, like: dict | None = None) -> dict:
+    """{(path, attribute): (holder, value)} for each attribute a copy-safe fix names (a buffer as
+    "_buffers:name"; every attribute holding a graph tensor for a fix that covers them all), in every
+    module of its class and every hook object (a bound method's ``__self__``, a callable) of that
+    class, in hook order.  ``like``: the holders of the original, whose names the copy's are looked up by."""
+    import torch
+
+    wanted = _copysafe_names(applied)
     out: dict = {}
     if not wanted:
         return out
@@ -273,10 +348,27 @@ def copysafe_holders(model, applied) -> dict:
         for hooks_name in ("_forward_hooks", "_forward_pre_hooks"):
             for i, h in enumerate(getattr(m, hooks_name, {}).values()):
                 holders.append((f"{mpath or 'model'}.{hooks_name}[{i}]", getattr(h, "__self__", h)))
+        for key, value in vars(m).items():  # helper objects held on the module
+            if not isinstance(value, (torch.nn.Module, torch.Tensor, type)) and hasattr(value, "__dict__") \
+                    and type(value).__name__ in wanted:
+                holders.append((f"{mpath or 'model'}.{key}", value))
         for where, obj in holders:
-            for name in wanted.get(type(obj).__name__, ()):
-                if name in getattr(obj, "__dict__", {}):
-                    out[(where, name)] = (obj, obj.__dict__[name])
+            names = set(wanted.get(type(obj).__name__, ()))
+            if "*" in names and like is not None:
+                names.discard("*")
+                names |= {name for (w, name) in like if w == where}
+            elif "*" in names:
+                state = getattr(obj, "__dict__", {})
+                names.discard("*")
+                names |= {k for k, v in state.items() if k != "_buffers"
+                          and any(t.grad_fn is not None for _, t in tensors_in(v))}
+                names |= {"_buffers:" + k for k, v in (state.get("_buffers") or {}).items()
+                          if isinstance(v, torch.Tensor) and v.grad_fn is not None}
+            for name in sorted(names):
+                try:
+                    out[(where, name)] = (obj, held_value(obj, name))
+                except (KeyError, TypeError, AttributeError):
+                    continue
     return out
 
 
@@ -285,7 +377,11 @@ def copysafe_problems(held: dict, before: dict, copied: dict, torch) -> list[str
     bad = []
     for key, (obj, value) in held.items():
         where = f"{key[0]}.{key[1]}"
-        now = [(id(t), t.grad_fn is not None) for _, t in tensors_in(obj.__dict__.get(key[1]))]
+        try:
+            current = held_value(obj, key[1])
+        except KeyError:
+            current = None
+        now = [(id(t), t.grad_fn is not None) for _, t in tensors_in(current)]
         if now != before[key]:
             bad.append(f"{where}: the original's value changed in copy.deepcopy")
         if key not in copied:
@@ -346,7 +442,12 @@ def _judge_fix(spec: Spec, result: Result, fixres, crashed: bool, unsafe: bool) 
             return "stop"
         result.checks["fix"] = Check(PASS, "nothing to fix")
         return "go"
-    desc = ", ".join(f"{a['code']} line {a['line']} ({a['applicability']})" for a in applied)
+    missing = [e for e in spec.expect_fixes if not any(e in (a["description"] or "") for a in applied)]
+    if missing:
+        result.checks["fix"] = Check(FAIL, f"expected fix kind not applied: {missing} (applied: {fmt(applied)})")
+        return "go"
+    desc = ", ".join(f"{a['code']} {a['file'] + ' ' if a.get('file') else ''}line {a['line']} ({a['applicability']})"
+                     for a in applied)
     result.checks["fix"] = Check(PASS, f"applied {desc}")
     return "go"
 

@@ -23,9 +23,11 @@ def format_table(results: list[Result], header: list[str]) -> str:
             if ck.detail:
                 lines.append(f"  {c:<8} {ck.status:<4} {ck.detail}")
         for a in r.applied:
-            lines.append(f"  applied  {a['code']} line {a['line']} ({a['applicability']}): {a['description']}")
+            where = f"{a['file']} line" if a.get("file") else "line"
+            lines.append(f"  applied  {a['code']} {where} {a['line']} ({a['applicability']}): {a['description']}")
         for s in r.skipped:
-            lines.append(f"  left     {s['code']} line {s['line']}: {s['reason']}")
+            where = f"{s['file']} line" if s.get("file") else "line"
+            lines.append(f"  left     {s['code']} {where} {s['line']}: {s['reason']}")
         for d in r.differences:
             lines.append(f"  differs  {d}")
         for n in r.notes:

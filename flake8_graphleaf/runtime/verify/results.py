@@ -75,6 +75,7 @@ class Spec:
     expect_crash: bool | None = None
     expect_fix: str | None = None
     expect_unsafe_diff: tuple[str, ...] = ()
+    expect_fixes: tuple[str, ...] = ()  # substrings each found in an applied fix's description
     step_backward: bool = True
     user: bool = False
     module: Any = None  # --model: the already imported module of the target

@@ -1,0 +1,93 @@
+"""Fix for a graph tensor sent to another process (GLF301): the value sent gets ``.detach()``.
+
+``queue.put(out)``, ``queue.put_nowait(out)``, ``ctx.Process(target=f, args=(out,))`` and
+``mp.spawn(f, args=(out, 1))`` send a tensor that is on the autograd graph: pickling it for the
+other process raises ("Cowardly refusing to serialize non-leaf tensor which requires_grad"), since
+autograd does not cross process boundaries, so the other process never gets it.  Sending
+``out.detach()`` gives it the same values; the sender's ``out`` is untouched (``.detach()`` is a
+new tensor), so nothing this process computes changes: **safe**.  Each item of a tuple, list or
+dict display that is certainly one tensor is detached; a value that is not certainly one tensor
+is left alone (if it was the graph tensor, the finding stays and the fixer undoes the fix).
+
+A ``DataLoader`` with workers whose dataset holds tensors that require grad (each worker's collate
+raises) gets the tensors the dataset is built from detached, where it is built
+(``TensorDataset(features, labels)``, inline or assigned once to the name given to the loader):
+**unsafe**, since a run with ``num_workers=0`` would have given batches that require grad."""
+
+from __future__ import annotations
+
+import ast
+
+from ..analysis.findings import SAFE, UNSAFE, Finding, Fix
+from .context import Context, at, wrap
+from .tensors import certainly_tensor
+
+_SENDS = ("put", "put_nowait")
+
+
+def _scope(ctx: Context, node: ast.AST):
+    cur = ctx.parents.get(node)
+    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        cur = ctx.parents.get(cur)
+    return cur if cur is not None else ctx.tree
+
+
+def _detach_items(value: ast.AST, ctx: Context, scope, edits: list) -> None:
+    if isinstance(value, (ast.Tuple, ast.List)):
+        for item in value.elts:
+            _detach_items(item, ctx, scope, edits)
+    elif isinstance(value, ast.Dict):
+        for item in value.values:
+            _detach_items(item, ctx, scope, edits)
+    elif not isinstance(value, ast.Starred) and certainly_tensor(value, ctx, scope):
+        edits.append(ctx.edit(value, wrap(ctx, value) + ".detach()"))
+
+
+def _loader_fix(call: ast.Call, ctx: Context, scope) -> Fix | None:
+    from .tensors import _last_assignment
+
+    dataset = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "dataset"), None)
+    if dataset is None:
+        return None
+    edits: list = []
+    if certainly_tensor(dataset, ctx, scope):
+        edits.append(ctx.edit(dataset, wrap(ctx, dataset) + ".detach()"))
+    else:
+        built = _last_assignment(scope, dataset) if isinstance(dataset, ast.Name) else dataset
+        if not isinstance(built, ast.Call) or built.keywords:
+            return None
+        for arg in built.args:
+            _detach_items(arg, ctx, scope, edits)
+    if not edits:
+        return None
+    return Fix(UNSAFE, "build the loader's dataset from .detach()ed tensors (the workers' collate cannot stack "
+                       "tensors that require grad; batches no longer require grad, as they would with num_workers=0)",
+               tuple(edits))
+
+
+def fix_process_send(f: Finding, ctx: Context) -> Fix | None:
+    call = at(ctx.tree, f.line, f.col, ast.Call)
+    if call is None:
+        return None
+    func = call.func
+    last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    scope = _scope(ctx, call)
+    if last == "DataLoader" or (ctx.imports.qualname(func) or "").endswith(".DataLoader"):
+        return _loader_fix(call, ctx, scope)
+    if "autograd graph" not in f.message:
+        return None  # a leaf that requires grad, sent to a process: torch shares it as it is
+    edits: list = []
+    if last in _SENDS and len(call.args) == 1 and not call.keywords:
+        _detach_items(call.args[0], ctx, scope, edits)
+        what = "the item put on the queue"
+    else:
+        sent = next((k.value for k in call.keywords if k.arg == "args"), None)
+        if sent is None or not isinstance(sent, (ast.Tuple, ast.List)):
+            return None
+        _detach_items(sent, ctx, scope, edits)
+        what = "the tensors in args"
+    if not edits:
+        return None
+    return Fix(SAFE, f"send .detach() of {what}: a graph tensor cannot cross the process boundary (pickling it "
+                     "raises), the other process gets the same values, and this process keeps its tensor",
+               tuple(edits))
