@@ -77,15 +77,7 @@ class FileResolver(ProjectView):
         path = self._locate(module)
         if path is None:
             return None
-        stamp = file_stamp(path)
-        if stamp is None:
-            return None
-        cached = self._files.get(path)
-        if cached is not None and cached[0] == stamp:
-            return cached[1]
-        parsed = self._parse(module, path, stamp[0])
-        self._files[path] = (stamp, parsed)
-        return parsed
+        return self.parsed_file(path, module)
 
     def _locate(self, module: str) -> str | None:
         if module in self._where:
