@@ -26,7 +26,7 @@ from .cached import finding_from_json, finding_to_json
 from ..project.resolver import file_stamp, shared_resolver
 from ..project.cache import DIR_NAME, Cache, key as cache_key
 from .files import discover
-from ..analysis.findings import SAFE, Finding, Fix
+from ..analysis.findings import SAFE, Finding
 from ..fix.fixer import NOT_REMOVED, fix_source
 from ..fix.readers import project_index
 from ..analysis.noqa import add_noqa, file_is_skipped, is_silenced, noqa_map
@@ -787,7 +787,7 @@ def _run_fix(args, settings: Settings, unsafe: bool, diff: bool) -> tuple[list[F
 def _fix_in_other_files(reports: list[FixReport], settings: Settings, diff: bool) -> None:
     """Helper objects of a class in another checked file: that file gets the copy-safe state, and
     the module's findings they caused count as fixed.  Files that were not checked are not touched."""
-    from ..fix.foreign import fix_classes, requests
+    from ..fix.foreign import fix_classes, requests, settle_moved
 
     left = [f for r in reports for f, _ in r.left]
     wanted = requests(left)
@@ -821,15 +821,7 @@ def _fix_in_other_files(reports: list[FixReport], settings: Settings, diff: bool
     if not done:
         return
     for r in reports:
-        keep = []
-        for f, why in r.left:
-            key = (os.path.realpath(f.data.get("helper_path") or ""), (f.data.get("helper_class") or "").rpartition(".")[2])
-            if key in done:
-                f.fix = Fix(SAFE, done[key])
-                r.applied.append(f)
-            else:
-                keep.append((f, why))
-        r.left = keep
+        r.left = settle_moved(r.left, r.applied, done)
 
 
 def _report_interrupt(reports: list[FixReport]) -> int:

@@ -71,3 +71,20 @@ def fix_classes(source: str, filename: str, wanted: dict[str, list[str]], option
     except SyntaxError:
         return source, {}
     return new, done
+
+
+def settle_moved(left: list, applied: list, done: dict) -> list:
+    """Of the (finding, why) pairs left in a file, move those whose helper class got its copy-safe
+    state in its own file (``done``: (real path, class name) -> description) to ``applied``, with
+    that fix; return the pairs still left."""
+    from ..analysis.findings import SAFE, Fix
+
+    keep = []
+    for f, why in left:
+        key = (os.path.realpath(f.data.get("helper_path") or ""), (f.data.get("helper_class") or "").rpartition(".")[2])
+        if key in done:
+            f.fix = Fix(SAFE, done[key])
+            applied.append(f)
+        else:
+            keep.append((f, why))
+    return keep

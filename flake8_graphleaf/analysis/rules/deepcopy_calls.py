@@ -212,7 +212,7 @@ def _witnessed_copy(value, node: ast.Call, scope, grad: bool, f: Finding) -> Fin
     where = getattr(scope, "name", None)
     f.witness = witness.make(
         value, node, None, reached=f"{where}()" if where else "module-level code", grad=grad,
-        kept="it is the value copied", copied=f"copy.deepcopy is called on it: tensors with a grad_fn refuse to be copied")
+        kept="it is the value copied", copied="copy.deepcopy is called on it: tensors with a grad_fn refuse to be copied")
     return f
 
 
@@ -310,12 +310,12 @@ def _remote_broken(imports, qual: str | None):
         node = parsed.defs.get(name) if parsed is not None else None
         if node is None or not isinstance(node, ast.ClassDef):
             return None
-        found_module, found_node = parsed, node
+        found_module = parsed
     else:
         found = resolve(project, qual)
         if found is None or not isinstance(found.node, ast.ClassDef):
             return None
-        found_module, found_node = found.module, found.node
+        found_module = found.module
     analysis = findings_of(found_module, project, getattr(imports, "module_bases", frozenset()))
     classes = analysis.classes or file_classes(found_module)[0]
     if name not in classes or "__deepcopy__" in classes[name].facts.methods:

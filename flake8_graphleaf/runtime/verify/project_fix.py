@@ -158,8 +158,7 @@ def fix_project(module: ModuleType, model, unsafe: bool, fixer, workdir: str) ->
 def _fix_in_other_files(pf: ProjectFix, every: list[str]) -> None:
     """A helper object's class in another file of the project gets the copy-safe state there (as
     ``graphleaf fix`` does it); the findings it caused move from left to applied."""
-    from ...analysis.findings import SAFE, Fix
-    from ...fix.foreign import fix_classes, requests
+    from ...fix.foreign import fix_classes, requests, settle_moved
 
     wanted = requests([f for p in pf.files for f, _ in pf.results[p].skipped])
     done: dict[tuple[str, str], str] = {}
@@ -182,15 +181,7 @@ def _fix_in_other_files(pf: ProjectFix, every: list[str]) -> None:
 
             pf.results[path] = FixResult(pf.sources[path])
             continue
-        keep = []
-        for f, why in res.skipped:
-            key = (os.path.realpath(f.data.get("helper_path") or ""), (f.data.get("helper_class") or "").rpartition(".")[2])
-            if key in done:
-                f.fix = Fix(SAFE, done[key])
-                res.applied.append(f)
-            else:
-                keep.append((f, why))
-        res.skipped[:] = keep
+        res.skipped[:] = settle_moved(res.skipped, res.applied, done)
 
 
 def _options(path: str):
