@@ -271,23 +271,25 @@ def _glf202(node: ast.Call, kind: str, scope, parents, classes, broken, imports)
 def _remote_class(arg, at: ast.AST, scope, parents, imports) -> str | None:
     """The qualified name of the class of the program, defined in another file, that ``arg``
     holds: ``Net(...)`` or a name bound to ``Net(...)`` before the copy, ``Net`` imported."""
-    call = arg if isinstance(arg, ast.Call) else None
-    if isinstance(arg, ast.Name):
+    call = arg if isinstance(arg, ast.Call) else _bound_call(arg, at, scope, parents) if isinstance(arg, ast.Name) else None
+    return imports.qualname(call.func) if call is not None else None
+
+
+def _bound_call(name: ast.Name, at: ast.AST, scope, parents, accept=lambda call: True) -> ast.Call | None:
+    """The call ``name`` was last bound to before ``at`` (``model = Net(...)``), in the scope or
+    else the module, among the calls ``accept`` takes."""
+    for body in (scope, _module(scope, parents)):
+        if body is None:
+            continue
         best = None
-        for body in (scope, _module(scope, parents)):
-            if body is None:
-                continue
-            for n in statements(body):
-                if (isinstance(n, ast.Assign) and n.lineno <= at.lineno and isinstance(n.value, ast.Call)
-                        and any(isinstance(t, ast.Name) and t.id == arg.id for t in n.targets)):
-                    if best is None or n.lineno > best.lineno:
-                        best = n
-            if best is not None:
-                break
-        call = best.value if best is not None else None
-    if call is None:
-        return None
-    return imports.qualname(call.func)
+        for n in statements(body):
+            if (isinstance(n, ast.Assign) and n.lineno <= at.lineno and isinstance(n.value, ast.Call)
+                    and accept(n.value) and any(isinstance(t, ast.Name) and t.id == name.id for t in n.targets)):
+                if best is None or n.lineno > best.lineno:
+                    best = n
+        if best is not None:
+            return best.value
+    return None
 
 
 def _remote_broken(imports, qual: str | None):
@@ -354,21 +356,9 @@ def _class_of_value(arg, at: ast.AST, scope, parents, classes) -> str | None:
         if not isinstance(scope, ast.Module) and self_name(scope) == arg.id:
             info = _class_of(scope, parents, classes)
             return info.node.name if info is not None else None
-        best = None
-        for body in (scope, _module(scope, parents)):
-            if body is None:
-                continue
-            for n in statements(body):
-                if isinstance(n, ast.Assign) and n.lineno <= at.lineno and isinstance(n.value, ast.Call):
-                    f = n.value.func
-                    if isinstance(f, ast.Name) and f.id in classes and any(
-                        isinstance(t, ast.Name) and t.id == arg.id for t in n.targets
-                    ):
-                        if best is None or n.lineno > best.lineno:
-                            best = n
-            if best is not None:
-                return best.value.func.id
-        return None
+        call = _bound_call(arg, at, scope, parents,
+                           accept=lambda c: isinstance(c.func, ast.Name) and c.func.id in classes)
+        return call.func.id if call is not None else None
     if isinstance(arg, ast.Attribute) and isinstance(arg.value, ast.Name) and not isinstance(scope, ast.Module):
         if self_name(scope) == arg.value.id:
             info = _class_of(scope, parents, classes)
