@@ -282,16 +282,16 @@ def test_a_switch_every_constructor_turns_off_keeps_nothing(shop):
 
 
 def test_a_copy_of_a_class_of_another_file_is_reported_at_the_copy(shop):
-    """snapshots.py copies a Trainer (queue_loss.py keeps its loss): GLF202 at the copy names
-    queue_loss.py's line; the copy of the attention encoder is clean."""
+    """snapshots.py copies a TiedScale (frozen.py keeps a non-leaf tensor from construction):
+    GLF202 at the copy names frozen.py's line; the copy of the attention encoder is clean."""
     torch, pkg = shop
     with pytest.raises(RuntimeError, match="graph leaves"):
-        pkg.snapshots.snapshot_trainer(3)
+        pkg.snapshots.snapshot_scale(3)
     pkg.snapshots.snapshot_encoder(3)
     r = subprocess.run([sys.executable, "-m", "flake8_graphleaf", "check", "--isolated", "--output-format", "concise",
                         "--select", "GLF202", str(PROJECT)], capture_output=True, text=True, cwd=ROOT, timeout=300)
     (line,) = [x for x in r.stdout.splitlines() if "GLF202" in x]
-    assert "snapshots.py:16:" in line and "GLF001 at " in line and "queue_loss.py:32" in line, line
+    assert "snapshots.py:16:" in line and "GLF005 at " in line and "frozen.py:11" in line, line
 
 
 def test_a_function_given_the_model_keeps_a_graph_tensor_on_it(shop):
