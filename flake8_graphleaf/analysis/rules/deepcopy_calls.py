@@ -317,7 +317,8 @@ def _remote_broken(imports, qual: str | None):
         found = resolve(project, qual)
         if found is None or not isinstance(found.node, ast.ClassDef):
             return None
-        found_module = found.module
+        # the file as it is now (resolve remembers definitions; a fix run may have rewritten it)
+        found_module = project.parsed(found.module.name) or found.module
     analysis = findings_of(found_module, project, getattr(imports, "module_bases", frozenset()))
     classes = analysis.classes or file_classes(found_module)[0]
     if name not in classes or "__deepcopy__" in classes[name].facts.methods:
