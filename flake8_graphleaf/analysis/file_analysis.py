@@ -18,7 +18,7 @@ from .imports import ImportMap
 from .project_view import ParsedModule, ProjectView
 from .modules import collect_classes
 from .rules import ARGUMENT_ONLY
-from .rules import construction, deepcopy_calls, forward_stores, function_roots, hooks, legacy_norm, process_boundary, pruning
+from .rules import construction, copy_graph, deepcopy_calls, forward_stores, function_roots, hooks, legacy_norm, process_boundary, pruning
 from .scopes import ClassRunner
 
 # A file that mentions none of these cannot have a finding.
@@ -116,6 +116,8 @@ def analyze_file(tree: ast.AST, source: str | None = None, options: Options | No
         findings = [f for f in findings if f.code != ARGUMENT_ONLY]
     if source is None or any(w in source for w in process_boundary.WORDS):
         findings += process_boundary.check(tree, imports, module_classes, source)
+    if source is None or any(w in source for w in copy_graph.WORDS):
+        findings += copy_graph.check(tree, imports, classes, module_classes, findings, source)
     unique: dict[tuple, Finding] = {}
     for f in findings:
         unique.setdefault((f.line, f.col, f.code), f)

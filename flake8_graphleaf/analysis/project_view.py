@@ -18,6 +18,7 @@ Everything is memoised on the view, so each definition is judged once per proces
 from __future__ import annotations
 
 import ast
+import os
 import sys
 from dataclasses import dataclass, field
 
@@ -109,6 +110,25 @@ def resolve(project: ProjectView | None, qualname: str | None, depth: int = 0) -
                 result = resolve(project, target, depth + 1)
     project.memo[key] = result
     return result
+
+
+def resolve_from(imports, qualname: str | None) -> Definition | None:
+    """The definition ``qualname`` names as the file of ``imports`` imports it: a top-level
+    module is found next to the importing file first (a script's folder leads ``sys.path``), and
+    another folder's file of that name is not the one imported; else :func:`resolve`."""
+    project = getattr(imports, "project", None)
+    if project is None or not qualname:
+        return None
+    module, _, name = qualname.rpartition(".")
+    current = getattr(getattr(imports, "current", None), "path", "<current>")
+    if module and "." not in module and current != "<current>":
+        beside = os.path.join(os.path.dirname(current), module + ".py")
+        parsed = project.parsed_file(beside, module) if os.path.isfile(beside) else None
+        if parsed is None:
+            return None
+        node = parsed.defs.get(name)
+        return Definition(parsed, node) if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) else None
+    return resolve(project, qualname)
 
 
 def base_qualnames(found: Definition, keep_unknown: bool = False) -> list:

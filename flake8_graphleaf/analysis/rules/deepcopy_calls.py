@@ -296,29 +296,19 @@ def _remote_broken(imports, qual: str | None):
     """(class name, (how, the finding that breaks the copy), its file) for a class of another
     file of the program whose own analysis finds what makes a copy fail, else None."""
     from ..helper_objects import file_classes
-    from ..project_view import resolve
+    from ..project_view import resolve_from
 
     findings_of = getattr(imports, "findings_of", None)
     project = getattr(imports, "project", None)
     if not qual or findings_of is None or project is None:
         return None
-    module, _, name = qual.rpartition(".")
-    current = getattr(getattr(imports, "current", None), "path", "<current>")
-    if "." not in module and current != "<current>":
-        # a top-level module: Python finds it next to the importing file first (the script's
-        # folder leads sys.path); another folder's file of that name is not the one imported
-        beside = os.path.join(os.path.dirname(current), module + ".py")
-        parsed = project.parsed_file(beside, module) if os.path.isfile(beside) else None
-        node = parsed.defs.get(name) if parsed is not None else None
-        if node is None or not isinstance(node, ast.ClassDef):
-            return None
-        found_module = parsed
-    else:
-        found = resolve(project, qual)
-        if found is None or not isinstance(found.node, ast.ClassDef):
-            return None
-        # the file as it is now (resolve remembers definitions; a fix run may have rewritten it)
-        found_module = project.parsed(found.module.name) or found.module
+    name = qual.rpartition(".")[2]
+    found = resolve_from(imports, qual)
+    if found is None or not isinstance(found.node, ast.ClassDef):
+        return None
+    # the file as it is now (resolve remembers definitions; a fix run may have rewritten it)
+    fresh = project.parsed(found.module.name)
+    found_module = fresh if fresh is not None and fresh.path == found.module.path else found.module
     analysis = findings_of(found_module, project, getattr(imports, "module_bases", frozenset()))
     classes = analysis.classes or file_classes(found_module)[0]
     if name not in classes or "__deepcopy__" in classes[name].facts.methods:

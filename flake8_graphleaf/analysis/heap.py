@@ -1,0 +1,712 @@
+"""The program's objects, and one run of its code in order from its roots.
+
+The class runner (:mod:`.scopes`) judges what a module class keeps on itself from its
+``forward``.  Many real incidents are not that: a plain training wrapper keeps the loss of its
+``step()``, a hand-written EMA helper updates its shadows with grad on, a hook made by a closure
+fills a dict the model also holds, a beam search deep-copies hypotheses that keep a decoder state,
+a worker process puts a model output on a queue.  What they need is what this module gives:
+
+* **roots**: the file's module-level code (the script, ``if __name__ == "__main__":``), then every
+  module-level function it did not reach, with what its annotations show;
+* **calls followed** with the values and objects really passed: the file's functions, its classes
+  (``Trainer(model)`` runs ``__init__`` on a new object), their methods on objects known to be of
+  them (``trainer.step(x, y)``, ``ema.update(model)``), a ``Process`` target with its ``args``,
+  a hook registered on a module (run, as ``forward`` would run it, at the next module call), a
+  ``functools.partial`` or a closure, also classes and functions of other files of the program;
+* **an abstract heap**: objects by class (``Trainer``) or by the place they are made (a dict
+  ``outputs = {}`` that a closure fills), what each attribute holds (values and objects), and
+  the graph tensors kept on them (:class:`Kept`), in program order: a later store of a plain value,
+  ``del`` or ``.clear()`` takes the tensor away again;
+* **sinks**: ``copy.deepcopy`` (and the copying wrappers), ``DataLoader`` workers and
+  multiprocessing queues, judged on the heap as it is when the call runs (a copy made before
+  any forward copies nothing on the graph).
+
+Pure analysis: it reads the program and never imports it.  Cost: every followed call walks the
+callee's body once per call site reached (no memo: the heap is in program order), within a
+budget per file (:data:`BUDGET` function runs) and :data:`MAX_DEPTH` calls deep.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from .flow import CONTAINER_MUTATORS, Store, Walker, function_grad_mode, target_root
+from .graph_tensors import ARG, GRAPH, LEAF, MODULE, NOTHING, Evaluator, Value, join
+from .helper_objects import copies_itself, file_classes
+from .scopes import _explicit_enable, self_name
+
+BUDGET = 400  # function runs per file
+MAX_DEPTH = 8
+
+# Atoms: what a name or an attribute may hold, besides its Value.
+#   ("obj", qualname)            an object of a class of the program
+#   ("alloc", path, line, col)   a dict / list / set made there
+#   ("queue",)                   a multiprocessing queue
+#   ("fn", key)                  a function or closure of the program (Program.functions[key])
+#   ("bound", qualname, method, holder atom)  a bound method (``self._hook``)
+#   ("partial", key)             functools.partial(...) (Program.partials[key])
+#   ("tuple", (types, ...))      a tuple of known length
+Types = frozenset
+
+EMPTY: frozenset = frozenset()
+QUEUE = ("queue",)
+
+_COPIERS = {"copy.deepcopy": "copy.deepcopy", "torch.optim.swa_utils.AveragedModel": "AveragedModel"}
+_COPIER_NAMES = ("AveragedModel", "ModelEma", "ModelEmaV2", "ModelEmaV3")
+_LOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
+_TENSOR_DATASETS = {"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"}
+_MP_ROOTS = ("torch.multiprocessing", "multiprocessing")
+_QUEUES = ("Queue", "SimpleQueue", "JoinableQueue")
+_PROCESSES = ("Process",)
+_SPAWNERS = {"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes",
+             "torch.multiprocessing.spawn.spawn", "torch.multiprocessing.spawn.start_processes"}
+_HOOKS = ("register_forward_hook", "register_full_backward_hook", "register_backward_hook",
+          "register_forward_pre_hook")
+
+
+def _mp(qual: str | None, names: tuple[str, ...]) -> bool:
+    return qual is not None and any(qual == f"{root}.{n}" or qual == f"{root}.context.{n}"
+                                    for root in _MP_ROOTS for n in names)
+
+
+def flatten(types) -> frozenset:
+    """The atoms of ``types``, with the elements of tuples in place of the tuples."""
+    out = set()
+    for a in types:
+        if a[0] == "tuple":
+            for t in a[1]:
+                out |= flatten(t)
+        else:
+            out.add(a)
+    return frozenset(out)
+
+
+@dataclass
+class Kept:
+    """A graph tensor an object keeps: where it was stored and how that code was reached."""
+
+    holder: tuple  # the atom
+    attr: str  # the attribute ("[]": the items of a dict / list made by the program)
+    code: str  # GLF001 attribute, GLF002 container item, GLF003 in a hook
+    node: ast.AST  # the store
+    stmt: ast.AST | None
+    value: Value
+    path: str  # the file of the store
+    reached: str  # how the storing code was reached: "train() -> ema.update()"
+    target: str  # the target as written
+    method: str = ""  # the function that stored it
+    root: str = ""  # the name the target starts from
+    on_self: bool = False  # stored by a method of the holder's class on its own object
+
+
+@dataclass
+class Sink:
+    kind: str  # "copy", "loader", "queue", "process"
+    node: ast.Call
+    what: str  # copy.deepcopy(trainer), DataLoader(ds, ...), queue.put(out)
+    kept: list[Kept]
+    value: Value = NOTHING  # queue / process: the value sent
+
+
+@dataclass
+class FileContext:
+    """One file of the program as the run sees it."""
+
+    name: str
+    path: str
+    imports: object
+    defs: dict
+    classes: dict = field(default_factory=dict)
+    module_classes: set = field(default_factory=set)
+
+
+class Program:
+    """The heap and the sinks of one run of a file's code (see the module docstring)."""
+
+    def __init__(self, current, path: str):
+        self.current = current  # the ParsedModule of the checked file
+        self.path = path
+        self.values: dict[tuple, Value] = {}  # (atom, attr) -> the Value last stored
+        self.held: dict[tuple, frozenset] = {}  # (atom, attr) -> the atoms it holds
+        self.kept: dict[tuple, Kept] = {}  # (atom, attr) -> the graph tensor kept there
+        self.functions: dict = {}  # key -> (FunctionDef, enclosing frame or None, FileContext)
+        self.partials: dict = {}  # key -> (callee types, positional values, positional types)
+        self.hooks: list = []  # pending hook registrations: (types, frame)
+        self.sinks: list[Sink] = []
+        self.runs = 0
+        self.active: set = set()
+        self.reached: set = set()  # ids of the functions run
+        self.contexts: dict[str, FileContext] = {}
+
+    # -- files --------------------------------------------------------------------
+    def context_of(self, parsed) -> FileContext:
+        ctx = self.contexts.get(parsed.path)
+        if ctx is None:
+            classes, module_classes = file_classes(parsed)
+            ctx = self.contexts[parsed.path] = FileContext(parsed.name, parsed.path, parsed.imports, parsed.defs,
+                                                           classes, module_classes)
+        return ctx
+
+    def definition(self, ctx: FileContext, func: ast.AST):
+        """(FileContext, class or function node) of what ``func`` names in the program, or None."""
+        from .project_view import resolve_from
+
+        if isinstance(func, ast.Name) and func.id in ctx.defs:
+            return ctx, ctx.defs[func.id]
+        found = resolve_from(ctx.imports, ctx.imports.qualname(func))
+        if found is None:
+            return None
+        return self.context_of(found.module), found.node
+
+    # -- the heap -----------------------------------------------------------------
+    def reach(self, types) -> list[Kept]:
+        """The graph tensors kept where a deep copy of objects of ``types`` goes."""
+        todo = list(flatten(types))
+        seen: set = set()
+        out: list[Kept] = []
+        while todo:
+            atom = todo.pop()
+            if atom in seen or atom[0] not in ("obj", "alloc", "bound", "partial"):
+                continue
+            seen.add(atom)
+            if atom[0] == "bound":
+                todo.append(atom[3])  # deepcopy of a bound method copies its __self__
+                continue
+            if atom[0] == "partial":
+                todo += list(flatten(self.partials[atom[1]][2]))
+                continue
+            if atom[0] == "obj" and self._copies_itself(atom[1]):
+                continue  # its own __getstate__ / __deepcopy__ decides what a copy holds
+            for (holder, attr), kept in self.kept.items():
+                if holder == atom:
+                    out.append(kept)
+            for (holder, attr), held in self.held.items():
+                if holder == atom:
+                    todo += list(held)
+        return sorted(out, key=lambda k: (k.path, k.node.lineno, k.node.col_offset))
+
+    def _copies_itself(self, qual: str) -> bool:
+        info = self.class_info(qual)
+        return info is not None and copies_itself(info)
+
+    def class_info(self, qual: str):
+        module, _, name = qual.rpartition(".")
+        for ctx in self.contexts.values():
+            if ctx.name == module and name in ctx.classes:
+                return ctx.classes[name]
+        return None
+
+    def store(self, holders, attr: str, value: Value, frame: "Frame", node: ast.AST, stmt, target: str,
+              code: str, direct: bool) -> None:
+        """``value`` put at ``attr`` of each object of ``holders``: kept when it is a graph
+        tensor stored with grad on; a plain value assigned to the attribute itself replaces it."""
+        for atom in holders:
+            if atom[0] not in ("obj", "alloc"):
+                continue
+            key = (atom, attr)
+            if direct:
+                self.values[key] = value
+            if value.kind == GRAPH and frame.grad:
+                if frame.hook:
+                    code = "GLF003"
+                root = target.split(".", 1)[0].split("[", 1)[0]
+                self.kept[key] = Kept(atom, attr, code, node, stmt, value, frame.ctx.path, frame.reached(), target,
+                                      frame.func.name if frame.func is not None else "", root,
+                                      atom == frame.self_atom and root == frame.self_name)
+            elif direct:
+                self.kept.pop(key, None)
+
+    def clear(self, holders, attr: str) -> None:
+        for atom in holders:
+            self.kept.pop((atom, attr), None)
+            self.held.pop((atom, attr), None)
+
+    # -- running ------------------------------------------------------------------
+    def run(self, func: ast.FunctionDef, ctx: FileContext, pos: list[Value], kw: dict[str, Value], pos_types: list,
+            kw_types: dict, grad: bool, self_atom=None, closure: "Frame | None" = None, caller: "Frame | None" = None,
+            hook: bool = False, info=None) -> tuple[Value, frozenset]:
+        """Run ``func`` with these values; (what it returns, the objects it returns)."""
+        key = id(func)
+        depth = caller.depth + 1 if caller is not None else 0
+        if key in self.active or depth > MAX_DEPTH or self.runs >= BUDGET:
+            return NOTHING, EMPTY
+        self.runs += 1
+        self.active.add(key)
+        self.reached.add(key)
+        try:
+            frame = Frame(self, ctx, func, self_atom, closure, caller, info)
+            frame.hook = hook or (caller.hook if caller is not None else False)
+            frame.depth = depth
+            method = self_atom is not None
+            frame.env.update(_bind(func, pos, kw, method))
+            frame.types.update(_bind(func, pos_types, kw_types, method, EMPTY))
+            frame.grad = function_grad_mode(func, ctx.imports) if grad else _explicit_enable(func, ctx.imports)
+            if self_atom is not None:
+                frame.self_attrs.update({a: v for (h, a), v in self.values.items() if h == self_atom})
+            walker = HeapWalker(frame)
+            value = walker.run(func.body)
+            return value, frozenset(frame.returned)
+        finally:
+            self.active.discard(key)
+
+    def run_module(self, ctx: FileContext, body: list[ast.stmt]) -> None:
+        frame = Frame(self, ctx, None, None, None, None, None)
+        self.module_frame = frame
+        HeapWalker(frame).run(body)
+
+    def fire_hooks(self, frame: "Frame") -> None:
+        """A module was called: the hooks registered so far run, with the module's output."""
+        if not self.hooks or not frame.grad:
+            return
+        pending, self.hooks = self.hooks, []
+        for types, where, kind in pending:
+            output = Value(GRAPH, "the output a forward hook is given")
+            given = [Value(MODULE, "the hooked module"), Value(ARG, "the module's inputs"), output]
+            if kind == "register_forward_pre_hook":
+                given = given[:2]
+            for callee in flatten(types):
+                where.call_atom(callee, given, {}, [EMPTY] * len(given), {}, hook=True)
+
+
+class Frame(Evaluator):
+    """One function run (or the module's code): an Evaluator that also knows which objects its
+    names hold, and follows the program's calls."""
+
+    def __init__(self, program: Program, ctx: FileContext, func, self_atom, closure, caller, info):
+        facts = info.facts if info is not None else None
+        super().__init__(ctx.imports, facts, self_name(func) if func is not None and self_atom is not None else None,
+                         ctx.module_classes)
+        self.program = program
+        self.ctx = ctx
+        self.func = func
+        self.self_atom = self_atom
+        self.closure = closure
+        self.caller = caller
+        self.info = info
+        self.types: dict[str, frozenset] = {}
+        self.returned: set = set()
+        self.call_types: dict[int, frozenset] = {}
+        self.hook = False
+        self.depth = 0
+
+    def reached(self) -> str:
+        names = []
+        f = self
+        while f is not None:
+            name = f"{f.func.name}()" if f.func is not None else "module-level code"
+            if f.hook and (f.caller is None or not f.caller.hook):
+                name = f"the hook {name}, run by the next module call"
+            names.append(name)
+            f = f.caller
+        return " -> ".join(reversed(names))
+
+    # -- what names hold ----------------------------------------------------------
+    def name_types(self, name: str) -> frozenset:
+        f = self
+        while f is not None:
+            if name in f.types:
+                return f.types[name]
+            f = f.closure
+        if name == self.self_name and self.self_atom is not None:
+            return frozenset({self.self_atom})
+        module = getattr(self.program, "module_frame", None)
+        if module is not None and module is not self and self.ctx.path == self.program.path and name in module.types:
+            return module.types[name]
+        found = self.program.definition(self.ctx, ast.Name(id=name))
+        return self._def_atom(found)
+
+    def _def_atom(self, found) -> frozenset:
+        if found is None:
+            return EMPTY
+        ctx, node = found
+        if isinstance(node, ast.ClassDef):
+            return frozenset({("class", f"{ctx.name}.{node.name}")})
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            key = id(node)
+            self.program.functions.setdefault(key, (node, None, ctx))
+            return frozenset({("fn", key)})
+        return EMPTY
+
+    def types_of(self, node: ast.AST | None) -> frozenset:
+        if node is None:
+            return EMPTY
+        if isinstance(node, ast.Name):
+            return self.name_types(node.id)
+        if isinstance(node, ast.Attribute):
+            out = set()
+            for atom in flatten(self.types_of(node.value)):
+                if atom[0] in ("obj", "alloc"):
+                    out |= self.program.held.get((atom, node.attr), EMPTY)
+                    if atom[0] == "obj":
+                        out |= self._method_atom(atom, node.attr)
+            if not out and isinstance(node.value, (ast.Name, ast.Attribute)):
+                found = self.program.definition(self.ctx, node)  # module.function of the program
+                out |= self._def_atom(found)
+            return frozenset(out)
+        if isinstance(node, ast.Call):
+            return self.call_types.get(id(node), EMPTY)
+        if isinstance(node, ast.Subscript):
+            out = set()
+            for atom in flatten(self.types_of(node.value)):
+                if atom[0] == "alloc":
+                    out |= self.program.held.get((atom, "[]"), EMPTY)
+                else:
+                    out.add(atom)
+            return frozenset(out)
+        if isinstance(node, ast.Tuple):
+            return frozenset({("tuple", tuple(self.types_of(e) for e in node.elts))})
+        if isinstance(node, (ast.List, ast.Set)):
+            return frozenset().union(*(flatten(self.types_of(e)) for e in node.elts)) if node.elts else EMPTY
+        if isinstance(node, ast.Starred):
+            return flatten(self.types_of(node.value))
+        if isinstance(node, ast.IfExp):
+            return self.types_of(node.body) | self.types_of(node.orelse)
+        if isinstance(node, ast.BoolOp):
+            return frozenset().union(*(self.types_of(v) for v in node.values))
+        if isinstance(node, ast.NamedExpr):
+            return self.types_of(node.value)
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+            return flatten(self.types_of(node.elt))
+        return EMPTY
+
+    def _method_atom(self, atom, name: str) -> frozenset:
+        info = self.program.class_info(atom[1])
+        if info is not None and name in info.facts.methods:
+            return frozenset({("bound", atom[1], name, atom)})
+        return EMPTY
+
+    # -- calls --------------------------------------------------------------------
+    def module_call(self, origin, pos, kw):
+        result = super().module_call(origin, pos, kw)
+        self.program.fire_hooks(self)
+        return result
+
+    def eval_Call(self, node: ast.Call) -> Value:
+        func = node.func
+        qual = self.imports.qualname(func)
+        attr = func.attr if isinstance(func, ast.Attribute) else None
+        if qual == "functools.partial" and node.args:
+            pos = [self.eval(a) for a in node.args[1:]]
+            key = id(node)
+            self.program.partials[key] = (self.types_of(node.args[0]), pos,
+                                          [self.types_of(a) for a in node.args[1:]])
+            for k in node.keywords:
+                self.eval(k.value)
+            self.call_types[id(node)] = frozenset({("partial", key)})
+            return NOTHING
+        if attr in _HOOKS and node.args:
+            recv = self.eval(func.value)
+            for a in node.args[1:]:
+                self.eval(a)
+            if recv.kind in (MODULE, LEAF) or flatten(self.types_of(func.value)):
+                self.program.hooks.append((self.types_of(node.args[0]), self, attr))
+            return NOTHING
+        if _mp(qual, _QUEUES) or (attr in _QUEUES and isinstance(func, ast.Attribute)
+                                   and _mp(self.imports.qualname(func.value.func) if isinstance(func.value, ast.Call)
+                                           else None, ("get_context",))):
+            self.call_types[id(node)] = frozenset({QUEUE})
+            return NOTHING
+        if attr in ("put", "put_nowait") and node.args and QUEUE in flatten(self.types_of(func.value)):
+            value = self.eval(node.args[0])
+            if value.kind == GRAPH:
+                self.program.sinks.append(Sink("queue", node, f"{ast.unparse(func)}(...)", [], value))
+            return NOTHING
+        if _mp(qual, _PROCESSES) or (attr == "Process" and qual is None):
+            return self._process(node)
+        if qual in _SPAWNERS and node.args:
+            return self._spawn(node)
+        if qual in _TENSOR_DATASETS:
+            values = [self.eval(a) for a in node.args]
+            atom = ("alloc", self.ctx.path, node.lineno, node.col_offset)
+            held = join(*values)
+            if held.kind in (GRAPH, LEAF):
+                self.program.kept[(atom, "tensors")] = Kept(
+                    atom, "tensors", "GLF301", node, None, held, self.ctx.path, self.reached(), "TensorDataset")
+            self.call_types[id(node)] = frozenset({atom})
+            return NOTHING
+        if qual in _LOADERS:
+            return self._loader(node)
+        copier = _COPIERS.get(qual or "") or (
+            (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) in _COPIER_NAMES and "copier")
+        if copier and node.args:
+            result = super().eval_Call(node)
+            kept = self.program.reach(self.types_of(node.args[0]))
+            if kept:
+                self.program.sinks.append(Sink("copy", node, f"{ast.unparse(func)}({ast.unparse(node.args[0])})", kept))
+            return result
+        callees = self._callees(func)
+        if not callees:
+            return super().eval_Call(node)
+        pos = [self.eval(a) for a in node.args]
+        kw = {k.arg or "**": self.eval(k.value) for k in node.keywords}
+        pos_types = [self.types_of(a) for a in node.args]
+        kw_types = {k.arg or "**": self.types_of(k.value) for k in node.keywords}
+        results, types = [], set()
+        for callee in callees:
+            value, returned = self.call_atom(callee, pos, kw, pos_types, kw_types)
+            results.append(value)
+            types |= returned
+        self.call_types[id(node)] = frozenset(types)
+        return join(*results)
+
+    def _callees(self, func: ast.AST) -> list:
+        """The program's callables ``func`` names: functions, classes, bound methods, partials."""
+        out = []
+        for atom in flatten(self.types_of(func)):
+            if atom[0] in ("fn", "class", "bound", "partial"):
+                out.append(atom)
+        return out
+
+    def call_atom(self, callee, pos, kw, pos_types, kw_types, hook: bool = False) -> tuple[Value, frozenset]:
+        program = self.program
+        if callee[0] == "fn":
+            node, closure, ctx = program.functions[callee[1]]
+            return program.run(node, ctx, pos, kw, pos_types, kw_types, self.grad, closure=closure, caller=self, hook=hook)
+        if callee[0] == "partial":
+            inner, given, given_types = program.partials[callee[1]]
+            out, types = [], set()
+            for c in flatten(inner):
+                v, t = self.call_atom(c, given + pos, kw, given_types + pos_types, kw_types, hook=hook)
+                out.append(v)
+                types |= t
+            return join(*out), frozenset(types)
+        if callee[0] == "bound":
+            info = program.class_info(callee[1])
+            ctx = self._ctx_of(callee[1])
+            method = info.facts.methods.get(callee[2]) if info is not None else None
+            if method is None or ctx is None:
+                return NOTHING, EMPTY
+            return program.run(method, ctx, pos, kw, pos_types, kw_types, self.grad, self_atom=callee[3], caller=self,
+                               hook=hook, info=info)
+        if callee[0] == "class":
+            qual = callee[1]
+            atom = ("obj", qual)
+            info = program.class_info(qual) or self._load_class(qual)
+            ctx = self._ctx_of(qual)
+            if info is not None and ctx is not None and "__init__" in info.facts.methods:
+                program.run(info.facts.methods["__init__"], ctx, pos, kw, pos_types, kw_types, self.grad,
+                            self_atom=atom, caller=self, info=info)
+            value = Value(MODULE, f"{qual.rpartition('.')[2]}(...)") if info is not None and info.facts.is_module else NOTHING
+            return value, frozenset({atom})
+        return NOTHING, EMPTY
+
+    def _ctx_of(self, qual: str) -> FileContext | None:
+        module = qual.rpartition(".")[0]
+        for ctx in self.program.contexts.values():
+            if ctx.name == module:
+                return ctx
+        return None
+
+    def _load_class(self, qual: str):
+        from .helper_objects import program_class
+
+        found = program_class(self.imports, qual)
+        if found is None:
+            return None
+        self.program.context_of(found[0])
+        return found[1]
+
+    # -- process boundaries -------------------------------------------------------
+    def _process(self, node: ast.Call) -> Value:
+        target = next((k.value for k in node.keywords if k.arg == "target"), None)
+        args = next((k.value for k in node.keywords if k.arg == "args"), None)
+        self._run_target(target, args, node, 0)
+        return NOTHING
+
+    def _spawn(self, node: ast.Call) -> Value:
+        args = next((k.value for k in node.keywords if k.arg == "args"), node.args[1] if len(node.args) > 1 else None)
+        self._run_target(node.args[0], args, node, 1)
+        return NOTHING
+
+    def _run_target(self, target, args, node, rank: int) -> None:
+        if isinstance(args, (ast.Tuple, ast.List)):
+            pos = [Value(ARG, "the process rank")] * rank + [self.eval(a) for a in args.elts]
+            pos_types = [EMPTY] * rank + [self.types_of(a) for a in args.elts]
+        else:
+            pos, pos_types = [NOTHING] * rank, [EMPTY] * rank
+            if args is not None:
+                self.eval(args)
+        if target is None:
+            return
+        saved, self.grad = self.grad, True  # a new process starts with grad enabled
+        try:
+            for callee in self._callees(target):
+                self.call_atom(callee, pos, {}, pos_types, {})
+        finally:
+            self.grad = saved
+
+    def _loader(self, node: ast.Call) -> Value:
+        from .rules.process_boundary import _workers
+
+        ds = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "dataset"), None)
+        result = super().eval_Call(node)
+        if ds is not None and _workers(node):
+            kept = self.program.reach(self.types_of(ds))
+            if kept:
+                self.program.sinks.append(Sink("loader", node, f"DataLoader({ast.unparse(ds)}, ...)", kept))
+        return result
+
+
+def _bind(func: ast.FunctionDef, pos: list, kw: dict, method: bool, missing=NOTHING) -> dict:
+    """Parameter name -> what the call passes (values, or the objects they hold); ``method``:
+    the first parameter is the object itself and is not bound here."""
+    args = func.args
+    positional = args.posonlyargs + args.args
+    if method and positional:
+        positional = positional[1:]
+    out: dict = {}
+    for i, a in enumerate(positional):
+        out[a.arg] = pos[i] if i < len(pos) else kw.get(a.arg, missing)
+    for a in args.kwonlyargs:
+        out[a.arg] = kw.get(a.arg, missing)
+    if missing is NOTHING:
+        if args.vararg is not None:
+            out[args.vararg.arg] = join(*pos[len(positional):]) if len(pos) > len(positional) else NOTHING
+        if args.kwarg is not None:
+            named = {a.arg for a in positional + args.kwonlyargs}
+            out[args.kwarg.arg] = join(*[v for k, v in kw.items() if k not in named])
+    return out
+
+
+_DISPLAYS = (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)
+
+
+class HeapWalker(Walker):
+    """The statement walker of a :class:`Frame`: binds what names and attributes hold, and puts
+    every store on the program's heap."""
+
+    def __init__(self, frame: Frame):
+        super().__init__(frame, self._on_store)
+        self.frame = frame
+
+    def _holders(self, root: str) -> frozenset:
+        f = self.frame
+        if root == f.self_name and f.self_atom is not None:
+            return frozenset({f.self_atom})
+        return flatten(f.name_types(root))
+
+    def _on_store(self, store: Store) -> None:
+        holders = self._holders(store.root)
+        if not holders:
+            return
+        if store.kind == "attr":
+            direct = store.text == f"{store.root}.{store.attr}"
+            code = "GLF001" if direct else "GLF002"
+            self.frame.program.store(holders, store.attr or "", store.value, self.frame, store.node, store.stmt,
+                                     store.text, code, direct)
+        elif store.kind in ("container", "setattr"):
+            attr = store.attr or ("[]" if store.kind == "container" else "<setattr>")
+            code = "GLF002" if store.kind == "container" else "GLF001"
+            self.frame.program.store(holders, attr, store.value, self.frame, store.node, store.stmt, store.text,
+                                     code, False)
+
+    def do_FunctionDef(self, stmt: ast.FunctionDef) -> None:
+        key = id(stmt)
+        self.frame.program.functions[key] = (stmt, self.frame, self.frame.ctx)
+        self.frame.types[stmt.name] = frozenset({("fn", key)})
+
+    do_AsyncFunctionDef = do_FunctionDef
+
+    def do_Return(self, stmt: ast.Return) -> None:
+        super().do_Return(stmt)
+        self.frame.returned |= self.frame.types_of(stmt.value)
+
+    def do_Delete(self, stmt: ast.Delete) -> None:
+        super().do_Delete(stmt)
+        for t in stmt.targets:
+            if isinstance(t, ast.Attribute):
+                self.frame.program.clear(flatten(self.frame.types_of(t.value)), t.attr)
+
+    def do_For(self, stmt: ast.For) -> None:
+        if isinstance(stmt.target, ast.Name):
+            self.frame.types[stmt.target.id] = flatten(self.frame.types_of(stmt.iter))
+        super().do_For(stmt)
+
+    def assign(self, target, value_node, value, stmt) -> None:
+        f = self.frame
+        types = f.types_of(value_node)
+        if isinstance(value_node, _DISPLAYS) and isinstance(target, (ast.Name, ast.Attribute)):
+            atom = ("alloc", f.ctx.path, value_node.lineno, value_node.col_offset)
+            types = flatten(types) | {atom}
+            if isinstance(value_node, (ast.List, ast.Set, ast.ListComp, ast.SetComp, ast.Dict, ast.DictComp)):
+                f.program.held[(atom, "[]")] = flatten(
+                    f.types_of(value_node.elt) if isinstance(value_node, (ast.ListComp, ast.SetComp)) else
+                    frozenset().union(*(f.types_of(e) for e in getattr(value_node, "elts", getattr(value_node, "values", []))
+                                        if e is not None)) if not isinstance(value_node, ast.DictComp) else EMPTY)
+                items = value if value.kind == GRAPH and f.grad else NOTHING
+                if items.kind == GRAPH:
+                    f.program.kept[(atom, "[]")] = Kept(atom, "[]", "GLF001", target, stmt, items, f.ctx.path,
+                                                        f.reached(), ast.unparse(target))
+        if isinstance(target, ast.Name):
+            f.types[target.id] = types
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            elements = _tuple_elements(types, len(target.elts))
+            for elt, t in zip(target.elts, elements):
+                if isinstance(elt, ast.Name):
+                    f.types[elt.id] = t
+                elif isinstance(elt, ast.Attribute):
+                    self._hold(elt, t)
+        elif isinstance(target, ast.Attribute):
+            self._hold(target, types)
+        elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+            holders = self._holders(target.value.id)
+            if holders and target.value.id != f.self_name:
+                for atom in holders:
+                    if atom[0] == "alloc":
+                        key = (atom, "[]")
+                        f.program.held[key] = f.program.held.get(key, EMPTY) | flatten(types)
+                f.program.store(holders, "[]", value, f, target, stmt, ast.unparse(target), "GLF002", False)
+        super().assign(target, value_node, value, stmt)
+
+    def _hold(self, target: ast.Attribute, types) -> None:
+        f = self.frame
+        holders = flatten(f.types_of(target.value)) if not (
+            isinstance(target.value, ast.Name) and target.value.id == f.self_name and f.self_atom is not None
+        ) else frozenset({f.self_atom})
+        for atom in holders:
+            if atom[0] in ("obj", "alloc"):
+                f.program.held[(atom, target.attr)] = flatten(types)
+
+    def call_statement(self, call: ast.Call, stmt) -> None:
+        func = call.func
+        f = self.frame
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id != f.self_name:
+            holders = [a for a in self._holders(func.value.id) if a[0] == "alloc"]
+            if holders and func.attr in CONTAINER_MUTATORS:
+                args = [f.eval(a) for a in call.args] + [f.eval(k.value) for k in call.keywords]
+                if func.attr in ("insert", "setdefault", "__setitem__") and len(args) > 1:
+                    args = args[1:]
+                for atom in holders:
+                    key = (atom, "[]")
+                    added = frozenset().union(*(flatten(f.types_of(a)) for a in call.args)) if call.args else EMPTY
+                    f.program.held[key] = f.program.held.get(key, EMPTY) | added
+                f.program.store(frozenset(holders), "[]", join(*args), f, call, stmt, ast.unparse(func.value), "GLF002", False)
+        if isinstance(func, ast.Attribute) and func.attr == "clear" and isinstance(func.value, ast.Attribute):
+            root = target_root(func.value)
+            if root is not None:
+                f.program.clear(flatten(f.types_of(func.value.value)), func.value.attr)
+        super().call_statement(call, stmt)
+
+
+def _tuple_elements(types, n: int) -> list[frozenset]:
+    for atom in types:
+        if atom[0] == "tuple" and len(atom[1]) == n:
+            return [t for t in atom[1]]
+    flat = flatten(types)
+    return [flat] * n
+
+
+def run_file(tree: ast.Module, imports, classes, module_classes, path: str) -> Program:
+    """Run the checked file's code from its roots: the module-level code, then every
+    module-level function it did not reach."""
+    current = imports.current
+    program = Program(current, current.path)
+    ctx = FileContext(current.name, current.path, imports, current.defs, classes, module_classes)
+    program.contexts[current.path] = ctx
+    top = [s for s in tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    program.run_module(ctx, top)
+    for s in tree.body:
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(s) not in program.reached:
+            program.run(s, ctx, [], {}, [], {}, True)
+    return program

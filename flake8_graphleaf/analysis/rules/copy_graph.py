@@ -1,0 +1,199 @@
+"""The copy graph: every copy site and process boundary of the program, judged on the objects
+it reaches (see :mod:`..heap`: the file's code run in order from its roots, calls followed).
+
+* GLF202 at ``copy.deepcopy(x)`` (or a copying wrapper) when an object ``x`` reaches keeps a
+  graph tensor at that point of the program: a plain training wrapper's last loss, an EMA
+  helper's shadows updated with grad on, a dict a hook closure fills and the model holds, a
+  hypothesis keeping a decoder state;
+* GLF001 / GLF002 / GLF003 at the store of this file that put it there, naming the copy site;
+* GLF301 at ``DataLoader(ds, num_workers=...)`` whose dataset object keeps graph tensors, and at
+  ``queue.put(t)`` of a graph tensor on a multiprocessing queue the run saw being made (also one
+  handed to a ``Process`` target through its ``args``).
+
+Only what the run shows is reported: the objects are those the code makes (``Trainer(model)``,
+``outputs = {}``), the values those the calls really pass (``train(model, ema)`` with
+``model = nn.Linear(...)``), in grad mode; a copy made before the storing code runs, or after the
+tensor is cleared, reports nothing.  Classes with their own ``__getstate__`` / ``__deepcopy__``
+decide what their copies hold and are not looked into.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+
+from .. import witness
+from ..findings import Finding
+from ..heap import Kept, Sink, run_file
+from ..values import short
+from . import finding, origin_text
+
+RULES: dict[str, str] = {}  # it reports GLF001 / GLF002 / GLF003 / GLF202 / GLF301 (their rules' RULES)
+
+WORDS = ("deepcopy", "AveragedModel", "ModelEma", "DataLoader", "multiprocessing", ".put(")
+
+EXAMPLES = [
+    (
+        """
+import copy
+import torch.nn as nn
+import torch.nn.functional as F
+class Trainer:
+    def __init__(self, model):
+        self.model = model
+    def step(self, x, y):
+        loss = F.mse_loss(self.model(x), y)
+        loss.backward()
+        self.last_loss = loss
+trainer = Trainer(nn.Linear(4, 1))
+trainer.step(x, y)
+snapshot = copy.deepcopy(trainer)
+""",
+        ["GLF001", "GLF202"],
+    ),
+    (
+        # the copy is made before the step runs, and a later copy after the loss is cleared
+        """
+import copy
+import torch.nn as nn
+import torch.nn.functional as F
+class Trainer:
+    def __init__(self, model):
+        self.model = model
+    def step(self, x, y):
+        loss = F.mse_loss(self.model(x), y)
+        self.last_loss = loss
+trainer = Trainer(nn.Linear(4, 1))
+before = copy.deepcopy(trainer)
+trainer.step(x, y)
+trainer.last_loss = None
+after = copy.deepcopy(trainer)
+""",
+        [],
+    ),
+    (
+        """
+import torch.multiprocessing as mp
+import torch.nn as nn
+def work(queue):
+    model = nn.Linear(3, 2)
+    queue.put(model(x))
+queue = mp.Queue()
+mp.Process(target=work, args=(queue,)).start()
+""",
+        ["GLF301"],
+    ),
+]
+
+
+def check(tree: ast.Module, imports, classes: dict, module_classes: set[str], findings: list[Finding],
+          source: str | None = None) -> list[Finding]:
+    if source is not None and not any(w in source for w in WORDS):
+        return []
+    program = run_file(tree, imports, classes, module_classes, getattr(imports.current, "path", "<current>"))
+    if not program.sinks:
+        return []
+    here = program.path
+    taken = {(f.line, f.col, f.code) for f in findings}
+    copied_sites = {(f.line, f.col) for f in findings if f.code in ("GLF202", "GLF301", "GLF201")}
+    out: list[Finding] = []
+    stores: dict[tuple, Finding] = {}
+    for sink in program.sinks:
+        node = sink.node
+        if (node.lineno, node.col_offset) in copied_sites:
+            continue
+        copied_sites.add((node.lineno, node.col_offset))
+        if sink.kind in ("queue", "process"):
+            out.append(_sent(sink))
+            continue
+        first = sink.kept[0]
+        at = _where(first, here)
+        code = "GLF301" if sink.kind == "loader" else "GLF202"
+        if code == "GLF202":
+            message = (f"{sink.what} will raise: {_holder(first)} keeps a non-leaf tensor ({first.code} at {at}: "
+                       f"'{first.target}', stored by {first.reached}); fix that line, or copy with state_dict()")
+        else:
+            message = (f"{sink.what} gives worker processes a dataset that keeps a tensor on the autograd graph "
+                       f"({first.target} at {at}, stored by {first.reached}): the workers cannot send it back "
+                       "('Cowardly refusing to serialize non-leaf tensor which requires_grad', or the collate's "
+                       "'stack(): functions with out=... arguments don't support automatic differentiation'); "
+                       "build the dataset from .detach()ed tensors")
+        site = finding(code, node, message, data={"kind": "copy-graph", "cause_line": first.node.lineno,
+                                                  "cause_code": first.code,
+                                                  "cause_path": None if first.path == here else _display(first.path)})
+        site.witness = _witness(first, sink, here)
+        out.append(site)
+        for kept in sink.kept:
+            if kept.path != here or kept.code == "GLF301":
+                continue
+            key = (kept.node.lineno, kept.node.col_offset, kept.code)
+            if key in taken or key in stores:
+                continue
+            stores[key] = _store(kept, sink, program.current.name, classes)
+    return out + list(stores.values())
+
+
+def _local_class(atom: tuple, module: str, classes: dict) -> str | None:
+    """The name of the holder's class when it is a class of this file."""
+    if atom[0] != "obj":
+        return None
+    where, _, name = atom[1].rpartition(".")
+    return name if where == module and name in classes else None
+
+
+def _holder(kept: Kept) -> str:
+    atom = kept.holder
+    if atom[0] == "obj":
+        return f"the {atom[1].rpartition('.')[2]} object"
+    return f"the container made at line {atom[2]}"
+
+
+def _where(kept: Kept, here: str) -> str:
+    return f"line {kept.node.lineno}" if kept.path == here else f"{_display(kept.path)}:{kept.node.lineno}"
+
+
+def _display(path: str) -> str:
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith(".." + os.sep + "..") else rel
+
+
+def _store(kept: Kept, sink: Sink, module: str, classes: dict) -> Finding:
+    how = {"GLF002": "is given", "GLF003": "is given, in a forward hook,"}.get(kept.code, "keeps")
+    f = finding(
+        kept.code, kept.node,
+        f"'{kept.target}' {how} a tensor that is on the autograd graph ({origin_text(kept.value)}) in "
+        f"{kept.reached}; {sink.what} at line {sink.node.lineno} copies it and will raise: store .detach(), "
+        "or clear it before the copy",
+        attribute=kept.target,
+        data={"kind": "copy-graph", "copied_at": sink.node.lineno, "method": kept.method, "root": kept.root,
+              "on_self": kept.on_self},
+        # the holder's class, when it is defined in this file and the store is its own method's on
+        # its own object: the copy-safe fix gives it a __getstate__
+        class_name=_local_class(kept.holder, module, classes) if kept.on_self else None)
+    f.witness = _witness(kept, sink, kept.path)
+    return f
+
+
+def _witness(kept: Kept, sink: Sink, here: str) -> dict:
+    proof = witness.make(kept.value, kept.node, kept.stmt, reached=kept.reached, grad=True,
+                         kept="nothing the program runs between the store and the copy clears or replaces it",
+                         copied=f"{sink.what} at line {sink.node.lineno} copies {_holder(kept)} and with it "
+                                f"'{kept.target}'")
+    if kept.path != here:
+        proof["steps"] = [[line, f"{_display(kept.path)}: {code}"] for line, code in proof["steps"]]
+    proof["steps"].append([sink.node.lineno, short(sink.node)])
+    return proof
+
+
+def _sent(sink: Sink) -> Finding:
+    message = (f"{sink.what} sends a tensor on the autograd graph ({origin_text(sink.value)}) to another process: "
+               "'Cowardly refusing to serialize non-leaf tensor which requires_grad' (a Queue's reader then waits "
+               "forever); put .detach() on it")
+    f = finding("GLF301", sink.node, message, data={"kind": "copy-graph"})
+    f.witness = witness.make(sink.value, sink.node, None, reached="the process's target", grad=True,
+                             kept="it is what the call sends",
+                             copied="the other process gets a pickled copy, made by the same protocol as deepcopy")
+    return f
