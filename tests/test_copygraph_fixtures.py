@@ -64,9 +64,9 @@ COPIES = {
 
 # broken scenario -> (file, function) holding its GLF301 line, what it must print, whether it hangs
 BOUNDARIES = {
-    "run_probe": ("probe.py", "train", ["Caught RuntimeError in DataLoader worker process",
-                                         "stack(): functions with out=... arguments don't support automatic differentiation"],
-                  False),
+    "run_probe": ("probe.py", "train",
+                  ["Caught RuntimeError in DataLoader worker process",
+                   "stack(): functions with out=... arguments don't support automatic differentiation"], False),
     "run_worker": ("workers.py", "work", ["Cowardly refusing to serialize non-leaf tensor", "_queue.Empty"], False),
     "run_dataset": ("scenarios.py", "run_dataset", ["Cowardly refusing to serialize non-leaf tensor"], True),
 }
@@ -292,4 +292,5 @@ def test_the_runtime_tracer_names_exactly_the_marked_stores(tmp_path):
     broken_tests = {i["test"] for i in raised}
     assert broken_tests == {f"test_traced.py::test_broken[{n}]" for n in COPIES}
     later = [(i["test"], Path(i["path"]).name, i["line"]) for i in items if i not in raised]
-    assert later == [("test_traced.py::test_clean[run_router]", "selector.py", marked_line("selector.py", "GumbelSelector.sample", "GLF001"))], later
+    sample = marked_line("selector.py", "GumbelSelector.sample", "GLF001")
+    assert later == [("test_traced.py::test_clean[run_router]", "selector.py", sample)], later
