@@ -76,10 +76,18 @@ def findings_of(parsed: ParsedModule, project: ProjectView | None, module_bases:
     return memo["file_analysis"]
 
 
+def _copied_elsewhere(options: Options) -> bool:
+    """Does another file of the project import this one and copy or send something (its run
+    may reach this file's objects: a plain class with no torch word of its own)?"""
+    project = options.project
+    return project is not None and bool(options.module) and bool(
+        project.users_of(options.module, copy_graph.WORDS, options.path or ""))
+
+
 def analyze_file(tree: ast.AST, source: str | None = None, options: Options | None = None) -> FileAnalysis:
-    if source is not None and not any(w in source for w in GATE_WORDS):
-        return FileAnalysis(tree, source, [])
     options = options or Options()
+    if source is not None and not any(w in source for w in GATE_WORDS) and not _copied_elsewhere(options):
+        return FileAnalysis(tree, source, [])
     imports = ImportMap(tree, options.module, options.is_package, options.project)
     imports.current = ParsedModule.of(options.module or "__main__", options.path or "<current>", tree, imports)
     imports.module_bases = options.module_bases
@@ -116,8 +124,8 @@ def analyze_file(tree: ast.AST, source: str | None = None, options: Options | No
         findings = [f for f in findings if f.code != ARGUMENT_ONLY]
     if source is None or any(w in source for w in process_boundary.WORDS):
         findings += process_boundary.check(tree, imports, module_classes, source)
-    if source is None or any(w in source for w in copy_graph.WORDS):
-        findings += copy_graph.check(tree, imports, classes, module_classes, findings, source)
+    # also without a copy of its own: another file may copy its objects
+    findings = copy_graph.settle(tree, imports, classes, module_classes, findings, source)
     unique: dict[tuple, Finding] = {}
     for f in findings:
         unique.setdefault((f.line, f.col, f.code), f)

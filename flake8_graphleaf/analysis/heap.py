@@ -107,6 +107,7 @@ class Sink:
     what: str  # copy.deepcopy(trainer), DataLoader(ds, ...), queue.put(out)
     kept: list[Kept]
     value: Value = NOTHING  # queue / process: the value sent
+    path: str = ""  # the file of the call
 
 
 @dataclass
@@ -134,6 +135,9 @@ class Program:
         self.partials: dict = {}  # key -> (callee types, positional values, positional types)
         self.hooks: list = []  # pending hook registrations: (types, frame)
         self.sinks: list[Sink] = []
+        # copies of objects of plain classes of the program the run judged: (path, line, col) ->
+        # whether what they reach keeps a graph tensor there
+        self.judged: dict[tuple, bool] = {}
         self.runs = 0
         self.active: set = set()
         self.reached: set = set()  # ids of the functions run
@@ -185,6 +189,10 @@ class Program:
                 if holder == atom:
                     todo += list(held)
         return sorted(out, key=lambda k: (k.path, k.node.lineno, k.node.col_offset))
+
+    def is_module(self, qual: str) -> bool:
+        info = self.class_info(qual)
+        return info is not None and info.facts.is_module
 
     def _copies_itself(self, qual: str) -> bool:
         info = self.class_info(qual)
@@ -410,7 +418,8 @@ class Frame(Evaluator):
         if attr in ("put", "put_nowait") and node.args and QUEUE in flatten(self.types_of(func.value)):
             value = self.eval(node.args[0])
             if value.kind == GRAPH:
-                self.program.sinks.append(Sink("queue", node, f"{ast.unparse(func)}(...)", [], value))
+                self.program.sinks.append(Sink("queue", node, f"{ast.unparse(func)}(...)", [], value,
+                                                  self.ctx.path))
             return NOTHING
         if _mp(qual, _PROCESSES) or (attr == "Process" and qual is None):
             return self._process(node)
@@ -431,9 +440,14 @@ class Frame(Evaluator):
             (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) in _COPIER_NAMES and "copier")
         if copier and node.args:
             result = super().eval_Call(node)
-            kept = self.program.reach(self.types_of(node.args[0]))
+            types = self.types_of(node.args[0])
+            kept = self.program.reach(types)
+            where = (self.ctx.path, node.lineno, node.col_offset)
+            if any(a[0] == "obj" and not self.program.is_module(a[1]) for a in flatten(types)):
+                self.program.judged[where] = self.program.judged.get(where, False) or bool(kept)
             if kept:
-                self.program.sinks.append(Sink("copy", node, f"{ast.unparse(func)}({ast.unparse(node.args[0])})", kept))
+                self.program.sinks.append(Sink(
+                    "copy", node, f"{ast.unparse(func)}({ast.unparse(node.args[0])})", kept, path=self.ctx.path))
             return result
         callees = self._callees(func)
         if not callees:
@@ -544,7 +558,8 @@ class Frame(Evaluator):
         if ds is not None and _workers(node):
             kept = self.program.reach(self.types_of(ds))
             if kept:
-                self.program.sinks.append(Sink("loader", node, f"DataLoader({ast.unparse(ds)}, ...)", kept))
+                self.program.sinks.append(Sink("loader", node, f"DataLoader({ast.unparse(ds)}, ...)", kept,
+                                               path=self.ctx.path))
         return result
 
 
@@ -701,6 +716,21 @@ def run_file(tree: ast.Module, imports, classes, module_classes, path: str) -> P
     """Run the checked file's code from its roots: the module-level code, then every
     module-level function it did not reach."""
     current = imports.current
+    return _run(current, tree, imports, classes, module_classes)
+
+
+def run_parsed(parsed) -> Program:
+    """The run of another file of the program (one that imports the checked file), once per
+    file and process."""
+    memo = parsed.memo
+    if "heap" not in memo:
+        memo["heap"] = Program(parsed, parsed.path)  # while it runs
+        classes, module_classes = file_classes(parsed)
+        memo["heap"] = _run(parsed, parsed.tree, parsed.imports, classes, module_classes)
+    return memo["heap"]
+
+
+def _run(current, tree, imports, classes, module_classes) -> Program:
     program = Program(current, current.path)
     ctx = FileContext(current.name, current.path, imports, current.defs, classes, module_classes)
     program.contexts[current.path] = ctx
@@ -710,3 +740,14 @@ def run_file(tree: ast.Module, imports, classes, module_classes, path: str) -> P
         if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(s) not in program.reached:
             program.run(s, ctx, [], {}, [], {}, True)
     return program
+
+
+def runs_for(imports, words: tuple[str, ...]) -> list[Program]:
+    """The runs of the project's files that import the checked one and may copy or send
+    something (their text has one of ``words``): their copies of this file's objects and
+    their calls of its functions are judged there, and reported here."""
+    project = getattr(imports, "project", None)
+    current = getattr(imports, "current", None)
+    if project is None or current is None or not current.name:
+        return []
+    return [run_parsed(p) for p in project.users_of(current.name, words, current.path) if p.path != current.path]

@@ -78,6 +78,11 @@ class ProjectView:
         """The parsed file at ``path``, or None (a view that reads no files by path)."""
         return None
 
+    def users_of(self, module: str, words: tuple[str, ...], path: str = "") -> list[ParsedModule]:
+        """The parsed files of the project of ``path`` that import ``module`` (or a name from it)
+        and whose text contains one of ``words``, or [] (a view without a project index)."""
+        return []
+
 
 @dataclass(frozen=True)
 class Definition:

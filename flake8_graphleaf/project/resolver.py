@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import sys
 import warnings
 
@@ -24,7 +25,7 @@ from ..analysis.effects import function_effect
 from ..analysis.forward_results import forward_items
 from ..analysis.imports import ImportMap
 from ..analysis.project_view import ParsedModule, ProjectView, looked_up
-from .index import ProjectIndex
+from .index import ProjectIndex, python_files
 from .names import module_name_for
 
 MAX_BYTES = 2_000_000
@@ -69,6 +70,35 @@ class FileResolver(ProjectView):
         parsed = self._parse(module, path, stamp[0])
         self._files[path] = (stamp, parsed)
         return parsed
+
+    def users_of(self, module: str, words: tuple[str, ...], path: str = "") -> list[ParsedModule]:
+        """Files of the indexed project of ``path`` (the root folder it lies under) whose text
+        has one of ``words`` and that import ``module`` or a name from it: one scan of the root's
+        texts (and of their import lines) per process, root and ``words``, then a lookup; at most
+        USERS files, parsed on demand."""
+        here = os.path.abspath(path) if path else ""
+        roots = sorted((r for r in self.index.paths if here.startswith(r.rstrip(os.sep) + os.sep)), key=len)
+        if not roots:
+            return []
+        root = roots[-1]
+        key = ("users", words, root)
+        table = self.memo.get(key)
+        if table is None:
+            table = self.memo[key] = {}
+            for path in python_files([root]):
+                text = self.index.text(path)
+                if not any(w in text for w in words):
+                    continue
+                name, is_package, _ = module_name_for(path)
+                for imported in imported_modules(text, name, is_package):
+                    table.setdefault(imported, []).append(path)
+        out = []
+        for path in table.get(module, [])[:USERS]:
+            name = module_name_for(path)[0]
+            parsed = self.parsed_file(path, name or os.path.splitext(os.path.basename(path))[0])
+            if parsed is not None:
+                out.append(parsed)
+        return out
 
     # -- ProjectView ----------------------------------------------------------------
     def parsed(self, module: str) -> ParsedModule | None:
@@ -115,6 +145,35 @@ class FileResolver(ProjectView):
         imports.effect_of = function_effect
         imports.forward_items_of = forward_items
         return parsed
+
+
+USERS = 8  # files whose runs are looked at for one module (users_of)
+_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+\(?([\w, \t]+)|import[ \t]+([\w., \t]+))", re.M)
+
+
+def imported_modules(text: str, name: str | None, is_package: bool) -> set[str]:
+    """The modules a file's import lines name (``from .training import Trainer`` in package
+    ``shop`` gives ``shop.training`` and ``shop.training.Trainer``), read from its text."""
+    out: set[str] = set()
+    package = (name or "").split(".") if is_package else (name or "").split(".")[:-1]
+    for m in _IMPORT.finditer(text):
+        if m.group(3):
+            out |= {part.split(" as ")[0].strip() for part in m.group(3).split(",") if part.strip()}
+            continue
+        base = m.group(1)
+        dots = len(base) - len(base.lstrip("."))
+        if dots:
+            up = package[: len(package) - (dots - 1)] if dots - 1 <= len(package) else []
+            rest = base.lstrip(".")
+            base = ".".join(up + ([rest] if rest else []))
+        if not base:
+            continue
+        out.add(base)
+        for item in m.group(2).split(","):
+            item = item.split(" as ")[0].strip()
+            if item:
+                out.add(f"{base}.{item}")
+    return out
 
 
 def file_stamp(path: str) -> tuple[int, int] | None:

@@ -24,12 +24,13 @@ import os
 
 from .. import witness
 from ..findings import Finding
-from ..heap import Kept, Sink, run_file
+from ..heap import Kept, Sink, run_file, runs_for
 from ..values import short
 from . import finding, origin_text
 
 RULES: dict[str, str] = {}  # it reports GLF001 / GLF002 / GLF003 / GLF202 / GLF301 (their rules' RULES)
 
+STORES = ("GLF001", "GLF002", "GLF003", "GLF004", "GLF005", "GLF010")
 WORDS = ("deepcopy", "AveragedModel", "ModelEma", "DataLoader", "multiprocessing", ".put(")
 
 EXAMPLES = [
@@ -86,23 +87,46 @@ mp.Process(target=work, args=(queue,)).start()
 ]
 
 
-def check(tree: ast.Module, imports, classes: dict, module_classes: set[str], findings: list[Finding],
-          source: str | None = None) -> list[Finding]:
-    if source is not None and not any(w in source for w in WORDS):
-        return []
-    program = run_file(tree, imports, classes, module_classes, getattr(imports.current, "path", "<current>"))
-    if not program.sinks:
-        return []
-    here = program.path
-    taken = {(f.line, f.col, f.code) for f in findings}
+def settle(tree: ast.Module, imports, classes: dict, module_classes: set[str], findings: list[Finding],
+           source: str | None = None) -> list[Finding]:
+    """``findings`` with the copy graph's: its own, and without the GLF202 of a copy of a plain
+    object that the run judged in program order and found nothing on the graph at (the copy
+    of a session after its ``reset()``: the class keeps a tensor at times, not at that copy)."""
+    new, judged = _check(tree, imports, classes, module_classes, findings, source)
+    kept = [f for f in findings if not (f.code == "GLF202" and judged.get((f.line, f.col)) is False)]
+    return kept + new
+
+
+def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], findings: list[Finding],
+           source: str | None = None) -> tuple[list[Finding], dict]:
+    here = getattr(imports.current, "path", "<current>")
+    programs = [run_file(tree, imports, classes, module_classes, here)] if source is None or any(
+        w in source for w in WORDS) else []
+    programs += runs_for(imports, WORDS)
+    sinks = [s for p in programs for s in p.sinks
+             if s.path == here or any(k.path == here for k in s.kept)]
+    judged: dict[tuple, bool] = {}
+    for p in programs:
+        for (path, line, col), bad in p.judged.items():
+            if path == here:
+                judged[(line, col)] = judged.get((line, col), False) or bad
+    if not sinks:
+        return [], judged
+    program = programs[0]
+    # a store another rule reports already (GLF005 at construction, GLF002 of a helper) is not reported twice
+    taken = {(f.line, f.col) for f in findings if f.code in STORES}
     copied_sites = {(f.line, f.col) for f in findings if f.code in ("GLF202", "GLF301", "GLF201")}
     out: list[Finding] = []
     stores: dict[tuple, Finding] = {}
-    for sink in program.sinks:
+    for sink in sinks:
         node = sink.node
-        if (node.lineno, node.col_offset) in copied_sites:
+        if sink.path == here:
+            if (node.lineno, node.col_offset) in copied_sites:
+                continue
+            copied_sites.add((node.lineno, node.col_offset))
+        else:
+            out += _stores(sink, here, taken, stores, program.current.name, classes)
             continue
-        copied_sites.add((node.lineno, node.col_offset))
         if sink.kind in ("queue", "process"):
             out.append(_sent(sink))
             continue
@@ -123,14 +147,20 @@ def check(tree: ast.Module, imports, classes: dict, module_classes: set[str], fi
                                                   "cause_path": None if first.path == here else _display(first.path)})
         site.witness = _witness(first, sink, here)
         out.append(site)
-        for kept in sink.kept:
-            if kept.path != here or kept.code == "GLF301":
-                continue
-            key = (kept.node.lineno, kept.node.col_offset, kept.code)
-            if key in taken or key in stores:
-                continue
-            stores[key] = _store(kept, sink, program.current.name, classes)
-    return out + list(stores.values())
+        _stores(sink, here, taken, stores, program.current.name, classes)
+    return out + list(stores.values()), judged
+
+
+def _stores(sink: Sink, here: str, taken: set, stores: dict, module: str, classes: dict) -> list:
+    """Put the stores of this file that ``sink`` copies into ``stores`` (once each)."""
+    for kept in sink.kept:
+        if kept.path != here or kept.code == "GLF301":
+            continue
+        key = (kept.node.lineno, kept.node.col_offset)
+        if key in taken or key in stores:
+            continue
+        stores[key] = _store(kept, sink, here, module, classes)
+    return []
 
 
 def _local_class(atom: tuple, module: str, classes: dict) -> str | None:
@@ -139,6 +169,10 @@ def _local_class(atom: tuple, module: str, classes: dict) -> str | None:
         return None
     where, _, name = atom[1].rpartition(".")
     return name if where == module and name in classes else None
+
+
+def _at(sink: Sink, here: str) -> str:
+    return f"line {sink.node.lineno}" if sink.path == here else f"{_display(sink.path)}:{sink.node.lineno}"
 
 
 def _holder(kept: Kept) -> str:
@@ -160,12 +194,12 @@ def _display(path: str) -> str:
     return path if rel.startswith(".." + os.sep + "..") else rel
 
 
-def _store(kept: Kept, sink: Sink, module: str, classes: dict) -> Finding:
+def _store(kept: Kept, sink: Sink, here: str, module: str, classes: dict) -> Finding:
     how = {"GLF002": "is given", "GLF003": "is given, in a forward hook,"}.get(kept.code, "keeps")
     f = finding(
         kept.code, kept.node,
         f"'{kept.target}' {how} a tensor that is on the autograd graph ({origin_text(kept.value)}) in "
-        f"{kept.reached}; {sink.what} at line {sink.node.lineno} copies it and will raise: store .detach(), "
+        f"{kept.reached}; {sink.what} at {_at(sink, here)} copies it and will raise: store .detach(), "
         "or clear it before the copy",
         attribute=kept.target,
         data={"kind": "copy-graph", "copied_at": sink.node.lineno, "method": kept.method, "root": kept.root,
@@ -173,18 +207,19 @@ def _store(kept: Kept, sink: Sink, module: str, classes: dict) -> Finding:
         # the holder's class, when it is defined in this file and the store is its own method's on
         # its own object: the copy-safe fix gives it a __getstate__
         class_name=_local_class(kept.holder, module, classes) if kept.on_self else None)
-    f.witness = _witness(kept, sink, kept.path)
+    f.witness = _witness(kept, sink, here)
     return f
 
 
 def _witness(kept: Kept, sink: Sink, here: str) -> dict:
     proof = witness.make(kept.value, kept.node, kept.stmt, reached=kept.reached, grad=True,
                          kept="nothing the program runs between the store and the copy clears or replaces it",
-                         copied=f"{sink.what} at line {sink.node.lineno} copies {_holder(kept)} and with it "
+                         copied=f"{sink.what} at {_at(sink, here)} copies {_holder(kept)} and with it "
                                 f"'{kept.target}'")
     if kept.path != here:
         proof["steps"] = [[line, f"{_display(kept.path)}: {code}"] for line, code in proof["steps"]]
-    proof["steps"].append([sink.node.lineno, short(sink.node)])
+    site = short(sink.node)
+    proof["steps"].append([sink.node.lineno, site if sink.path == here else f"{_display(sink.path)}: {site}"])
     return proof
 
 
