@@ -32,7 +32,7 @@ LOCATED = {
     "beam_search.py": [
         "copy.deepcopy raised the graph-leaf error at fixtures/incidents/beam_search.py:16",
         "self.hidden  (1, 1, 8) float32 cpu grad_fn=StackBackward0",
-        "beam_search.py:12 stored: self.hidden = hidden  # decoder state, straight from the GRU",
+        "beam_search.py:12 GLF001 (traced) self.hidden = hidden  # decoder state, straight from the GRU",
     ],
     "distill_teacher.py": [
         "at fixtures/incidents/distill_teacher.py:26",
@@ -67,11 +67,11 @@ LOCATED = {
     "trainer_wrapper.py": [
         "copy.deepcopy raised the graph-leaf error at fixtures/incidents/trainer_wrapper.py:29",
         "trainer.last_loss  () float32 cpu grad_fn=MseLossBackward0",
-        "trainer_wrapper.py:20 stored: self.last_loss = loss  # shown by the progress bar",
+        "trainer_wrapper.py:20 GLF001 (traced) self.last_loss = loss  # shown by the progress bar",
     ],
     "ema_helper.py": [
         "ema.shadow['weight']  (2, 5) float32 cpu grad_fn=AddBackward0",
-        "ema_helper.py:16 stored: self.shadow[name] = self.decay * self.shadow[name] + (1 - self.decay) * p",
+        "ema_helper.py:16 GLF002 (traced) self.shadow[name] = self.decay * self.shadow[name] + (1 - self.decay) * p",
     ],
     "hook_closure.py": [
         "model.activations['body']  (4, 6) float32 cpu grad_fn=AddmmBackward0",
@@ -87,7 +87,7 @@ LOCATED = {
         "to the main process (batch_size=None sends each item as it is, and this one is on the autograd graph) "
         "at fixtures/incidents/loader_batch_none.py:22",
         "dataset.items[0]  (2,) float32 cpu grad_fn=ViewBackward0",
-        "loader_batch_none.py:10 stored: self.items = [encoder(r) for r in raw]  # computed with grad on",
+        "loader_batch_none.py:10 GLF001 (traced) self.items = [encoder(r) for r in raw]  # computed with grad on",
         "(the parent process would wait forever for that result: graphleaf explain stops the script here, exit 1)",
     ],
     "worker_result_put.py": [
