@@ -214,6 +214,7 @@ def test_lazy_subcommand_missing_module_is_a_clear_error(monkeypatch, capsys):
     import importlib
 
     from flake8_graphleaf.cli import app as cli
+    from flake8_graphleaf.cli import options
 
     real = importlib.import_module
 
@@ -222,7 +223,7 @@ def test_lazy_subcommand_missing_module_is_a_clear_error(monkeypatch, capsys):
             raise ImportError("No module named 'torch'")
         return real(name, *a, **k)
 
-    monkeypatch.setattr(cli.importlib, "import_module", fake)
+    monkeypatch.setattr(options.importlib, "import_module", fake)
     assert cli.main(["verify", "whatever"]) == 2
     err = capsys.readouterr().err
     assert "graphleaf verify is not available" in err and "torch" in err

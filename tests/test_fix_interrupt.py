@@ -70,18 +70,18 @@ def test_sigint_right_after_a_write_still_lists_the_file(tmp_path, monkeypatch, 
     """The race behind a rare failure on a busy machine: Ctrl-C arriving just after a file was
     replaced, before its report was kept.  Made deterministic: the signal is sent from inside the
     write itself.  The file must be listed as changed, and the next one left as it was."""
-    from flake8_graphleaf.cli import app
+    from flake8_graphleaf.cli import app, fixing
 
     src = _many_classes(2)
     for n in ("a.py", "b.py"):
         (tmp_path / n).write_text(src)
-    real = app.write_atomic
+    real = fixing.write_atomic
 
     def write_then_interrupt(path, data, **kw):
         real(path, data, **kw)
         os.kill(os.getpid(), signal.SIGINT)
 
-    monkeypatch.setattr(app, "write_atomic", write_then_interrupt)
+    monkeypatch.setattr(fixing, "write_atomic", write_then_interrupt)
     monkeypatch.chdir(tmp_path)
     rc = app.main(["fix", "--unsafe-fixes", "-j", "1", "-q", "a.py", "b.py"])
     err = capsys.readouterr().err

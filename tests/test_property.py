@@ -13,7 +13,8 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from flake8_graphleaf.cli.app import check_one, fix_one  # noqa: E402
+from flake8_graphleaf.cli.check import check_one  # noqa: E402
+from flake8_graphleaf.cli.fixing import fix_one  # noqa: E402
 from flake8_graphleaf.cli.config import Settings  # noqa: E402
 
 SETTINGS = Settings(root=Path.cwd())
