@@ -40,7 +40,7 @@ BUDGET = 400  # function runs per file
 MAX_DEPTH = 8
 
 # Atoms: what a name or an attribute may hold, besides its Value.
-#   ("obj", qualname)            an object of a class of the program
+#   ("obj", key)                 an object of a class of the program (key: "path::Name", see class_key)
 #   ("alloc", path, line, col)   a dict / list / set made there
 #   ("queue",)                   a multiprocessing queue
 #   ("fn", key)                  a function or closure of the program (Program.functions[key])
@@ -142,6 +142,7 @@ class Program:
         self.active: set = set()
         self.reached: set = set()  # ids of the functions run
         self.contexts: dict[str, FileContext] = {}
+        self.classes: dict[str, tuple] = {}  # class key -> (ClassInfo, FileContext)
 
     # -- files --------------------------------------------------------------------
     def context_of(self, parsed) -> FileContext:
@@ -198,12 +199,16 @@ class Program:
         info = self.class_info(qual)
         return info is not None and copies_itself(info)
 
-    def class_info(self, qual: str):
-        module, _, name = qual.rpartition(".")
-        for ctx in self.contexts.values():
-            if ctx.name == module and name in ctx.classes:
-                return ctx.classes[name]
-        return None
+    def class_info(self, key: str):
+        found = self.classes.get(key)
+        return found[0] if found is not None else None
+
+    def class_key(self, ctx: "FileContext", name: str) -> str:
+        """A class by the file it is defined in (two scripts' ``training.Trainer`` are two classes)."""
+        key = f"{ctx.path}::{name}"
+        if key not in self.classes and name in ctx.classes:
+            self.classes[key] = (ctx.classes[name], ctx)
+        return key
 
     def store(self, holders, attr: str, value: Value, frame: "Frame", node: ast.AST, stmt, target: str,
               code: str, direct: bool) -> None:
@@ -329,7 +334,7 @@ class Frame(Evaluator):
             return EMPTY
         ctx, node = found
         if isinstance(node, ast.ClassDef):
-            return frozenset({("class", f"{ctx.name}.{node.name}")})
+            return frozenset({("class", self.program.class_key(ctx, node.name))})
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             key = id(node)
             self.program.functions.setdefault(key, (node, None, ctx))
@@ -487,39 +492,23 @@ class Frame(Evaluator):
             return join(*out), frozenset(types)
         if callee[0] == "bound":
             info = program.class_info(callee[1])
-            ctx = self._ctx_of(callee[1])
+            ctx = program.classes[callee[1]][1] if info is not None else None
             method = info.facts.methods.get(callee[2]) if info is not None else None
             if method is None or ctx is None:
                 return NOTHING, EMPTY
             return program.run(method, ctx, pos, kw, pos_types, kw_types, self.grad, self_atom=callee[3], caller=self,
                                hook=hook, info=info)
         if callee[0] == "class":
-            qual = callee[1]
-            atom = ("obj", qual)
-            info = program.class_info(qual) or self._load_class(qual)
-            ctx = self._ctx_of(qual)
+            key = callee[1]
+            atom = ("obj", key)
+            info = program.class_info(key)
+            ctx = program.classes[key][1] if info is not None else None
             if info is not None and ctx is not None and "__init__" in info.facts.methods:
                 program.run(info.facts.methods["__init__"], ctx, pos, kw, pos_types, kw_types, self.grad,
                             self_atom=atom, caller=self, info=info)
-            value = Value(MODULE, f"{qual.rpartition('.')[2]}(...)") if info is not None and info.facts.is_module else NOTHING
+            value = Value(MODULE, f"{key.rpartition('::')[2]}(...)") if info is not None and info.facts.is_module else NOTHING
             return value, frozenset({atom})
         return NOTHING, EMPTY
-
-    def _ctx_of(self, qual: str) -> FileContext | None:
-        module = qual.rpartition(".")[0]
-        for ctx in self.program.contexts.values():
-            if ctx.name == module:
-                return ctx
-        return None
-
-    def _load_class(self, qual: str):
-        from .helper_objects import program_class
-
-        found = program_class(self.imports, qual)
-        if found is None:
-            return None
-        self.program.context_of(found[0])
-        return found[1]
 
     # -- process boundaries -------------------------------------------------------
     def _process(self, node: ast.Call) -> Value:

@@ -41,33 +41,56 @@ def _stamp(path: str | None):
     return None if stamp is None else [path, *stamp]
 
 
+_USED = "\x00users"  # the analysis judged the file in other files' runs (the copy graph)
+
+
 def _recording(view):
-    """Wrap ``view.parsed`` to record the modules the analysis of one file looks up."""
+    """Wrap ``view.parsed`` (and ``parsed_file``, ``users_of``) to record the modules and files
+    the analysis of one file looks up."""
     seen: list[str] = []
     if view is None or not hasattr(view, "parsed"):
         return seen, lambda: None
-    original = view.parsed
+    original, by_path, users = view.parsed, getattr(view, "parsed_file", None), getattr(view, "users_of", None)
 
     def parsed(module):
         seen.append(module)
         return original(module)
 
+    def parsed_file(path, module):
+        seen.append("path:" + path)
+        return by_path(path, module)
+
+    def users_of(module, words, path=""):
+        found = users(module, words, path)
+        if found:
+            seen.append(_USED)
+        return found
+
     view.parsed = parsed
-    return seen, lambda: view.__dict__.pop("parsed", None)
+    if by_path is not None and users is not None:
+        view.parsed_file, view.users_of = parsed_file, users_of
+
+    def restore():
+        for name in ("parsed", "parsed_file", "users_of"):
+            view.__dict__.pop(name, None)
+    return seen, restore
 
 
 def _deps(view, modules: list[str]):
     locate = getattr(view, "_locate", None)
-    if modules and locate is None:
-        return None  # cannot tell what was read: do not cache
-    return {m: _stamp(locate(m)) for m in sorted(set(modules))}
+    if (modules and locate is None) or _USED in modules:
+        # cannot tell what was read (another file's run judged this one's objects, with what it
+        # reached in turn): do not cache
+        return None
+    return {m: _stamp(m[5:] if m.startswith("path:") else locate(m)) for m in sorted(set(modules))}
 
 
 def _deps_ok(view, deps) -> bool:
     if not deps:
         return True
     locate = getattr(view, "_locate", None)
-    return locate is not None and all(_stamp(locate(m)) == stamp for m, stamp in deps.items())
+    return locate is not None and all(
+        _stamp(m[5:] if m.startswith("path:") else locate(m)) == stamp for m, stamp in deps.items())
 
 
 def _analyse(src: Source, path: str, settings: Settings, codes: tuple[str, ...],

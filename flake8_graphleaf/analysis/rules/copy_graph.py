@@ -163,12 +163,12 @@ def _stores(sink: Sink, here: str, taken: set, stores: dict, module: str, classe
     return []
 
 
-def _local_class(atom: tuple, module: str, classes: dict) -> str | None:
+def _local_class(atom: tuple, here: str, classes: dict) -> str | None:
     """The name of the holder's class when it is a class of this file."""
     if atom[0] != "obj":
         return None
-    where, _, name = atom[1].rpartition(".")
-    return name if where == module and name in classes else None
+    where, _, name = atom[1].rpartition("::")
+    return name if where == here and name in classes else None
 
 
 def _at(sink: Sink, here: str) -> str:
@@ -178,7 +178,7 @@ def _at(sink: Sink, here: str) -> str:
 def _holder(kept: Kept) -> str:
     atom = kept.holder
     if atom[0] == "obj":
-        return f"the {atom[1].rpartition('.')[2]} object"
+        return f"the {atom[1].rpartition('::')[2]} object"
     return f"the container made at line {atom[2]}"
 
 
@@ -206,7 +206,7 @@ def _store(kept: Kept, sink: Sink, here: str, module: str, classes: dict) -> Fin
               "on_self": kept.on_self},
         # the holder's class, when it is defined in this file and the store is its own method's on
         # its own object: the copy-safe fix gives it a __getstate__
-        class_name=_local_class(kept.holder, module, classes) if kept.on_self else None)
+        class_name=_local_class(kept.holder, here, classes) if kept.on_self else None)
     f.witness = _witness(kept, sink, here)
     return f
 
