@@ -207,11 +207,13 @@ def _store(kept: Kept, sink: Sink, here: str, module: str, classes: dict) -> Fin
         # the holder's class, when it is defined in this file and the store is its own method's on
         # its own object: the copy-safe fix gives it a __getstate__
         class_name=_local_class(kept.holder, here, classes) if kept.on_self else None)
-    f.witness = _witness(kept, sink, here)
+    f.witness = _witness(kept, sink, here, at_copy=False)
     return f
 
 
-def _witness(kept: Kept, sink: Sink, here: str) -> dict:
+def _witness(kept: Kept, sink: Sink, here: str, at_copy: bool = True) -> dict:
+    """The store's chain; for the finding at the copy, then the copy (a store's finding ends at
+    its store, and its ``copied`` names the copy)."""
     proof = witness.make(kept.value, kept.node, kept.stmt, reached=kept.reached, grad=True,
                          kept="nothing the program runs between the store and the copy clears or replaces it",
                          copied=f"{sink.what} at {_at(sink, here)} copies {_holder(kept)} and with it "
@@ -219,7 +221,8 @@ def _witness(kept: Kept, sink: Sink, here: str) -> dict:
     if kept.path != here:
         proof["steps"] = [[line, f"{_display(kept.path)}: {code}"] for line, code in proof["steps"]]
     site = short(sink.node)
-    proof["steps"].append([sink.node.lineno, site if sink.path == here else f"{_display(sink.path)}: {site}"])
+    if at_copy:
+        proof["steps"].append([sink.node.lineno, site if sink.path == here else f"{_display(sink.path)}: {site}"])
     return proof
 
 
