@@ -109,7 +109,7 @@ def analyze_file(tree: ast.AST, source: str | None = None, options: Options | No
     if source is None or "setattr" in source:
         findings += construction.check_functions(tree, imports, source)
     if any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) for s in tree.body):
-        findings += function_roots.check(tree, imports, module_classes)
+        findings += function_roots.check(tree, imports, module_classes, source)
     if source is None or "register_forward" in source or "register_module_forward" in source:
         findings += hooks.check(tree, imports, classes, module_classes)
     if source is None or "weight_norm" in source or "spectral_norm" in source or "WeightNorm" in source:

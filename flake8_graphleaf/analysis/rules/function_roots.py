@@ -16,13 +16,15 @@ reported (the module is what users copy).
 from __future__ import annotations
 
 import ast
+import re
+from bisect import bisect_left
 
 from .. import witness
 from ..findings import Finding
 from ..flow import Store, Walker, function_grad_mode
 from ..graph_tensors import GRAPH, MODULE, NOTHING, Evaluator, Value, looks_like_parameter
 from ..imports import ImportMap
-from ..stmtwalk import statements
+from ..stmtwalk import lines_matching, statements, tree_statements
 from . import drop_overwritten, finding, origin_text
 
 RULES: dict[str, str] = {}  # it reports GLF001 / GLF002 (forward_stores.RULES)
@@ -100,13 +102,14 @@ def _annotated_module(ann: ast.AST | None, imports: ImportMap, module_classes: s
     return qual is not None and class_kind(getattr(imports, "project", None), qual) == MODULE_CLASS
 
 
-def _passed_modules(func, imports: ImportMap, module_classes: set[str], tree: ast.Module) -> set[str]:
+def _passed_modules(func, imports: ImportMap, module_classes: set[str], tree: ast.Module,
+                    source: str | None = None) -> set[str]:
     """Parameters every call of ``func`` in this file passes a module to (at least one call)."""
     from ..project_view import MODULE_CLASS, class_kind
 
     params = [a.arg for a in func.args.posonlyargs + func.args.args]
     seen: dict[str, list[bool]] = {}
-    for scope, calls in _calls_of(tree).get(func.name, {}).items():
+    for scope, calls in _calls_of(tree, func.name, source).items():
         bound: dict[str, ast.AST] = {}
         for node in statements(scope):
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
@@ -129,15 +132,24 @@ def _passed_modules(func, imports: ImportMap, module_classes: set[str], tree: as
     return {p for p, flags in seen.items() if flags and all(flags)}
 
 
-def _calls_of(tree: ast.Module) -> dict:
+def _scope_bodies(tree: ast.Module) -> list[tuple[ast.AST, list[ast.stmt]]]:
+    """The module (its statements outside functions and classes) and every function, with the
+    statements of its body: where calls by plain name are looked for (kept on the tree)."""
+    cached = getattr(tree, "_graphleaf_scope_bodies", None)
+    if cached is None:
+        scopes = [tree] + [s for s in tree_statements(tree) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        cached = tree._graphleaf_scope_bodies = [
+            (scope, scope.body if scope is not tree else [s for s in tree.body if not isinstance(
+                s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]) for scope in scopes]
+    return cached
+
+
+def _all_name_calls(tree: ast.Module) -> dict:
     """function name -> {scope: [calls of it by plain name]}, for the whole file, walked once."""
     cached = getattr(tree, "_graphleaf_name_calls", None)
     if cached is None:
         cached = {}
-        scopes = [tree] + [s for s in statements(tree) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
-        for scope in scopes:
-            body = scope.body if scope is not tree else [s for s in tree.body if not isinstance(
-                s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+        for scope, body in _scope_bodies(tree):
             for stmt in body:
                 for node in ast.walk(stmt):
                     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
@@ -146,7 +158,40 @@ def _calls_of(tree: ast.Module) -> dict:
     return cached
 
 
-def check(tree: ast.Module, imports: ImportMap, module_classes: set[str]) -> list[Finding]:
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
+def _calls_of(tree: ast.Module, name: str, source: str | None = None) -> dict:
+    """{scope: [calls of ``name`` by plain name]} in the file.
+
+    With the file's text, only the statements whose lines hold the word ``name`` are walked: a
+    call's ``Name`` node is a token of the text, on its line.  A non-ASCII identifier is
+    NFKC-normalised (its token may be spelled otherwise), so the lines with a non-ASCII
+    character are walked too.  Line numbers are counted on ``\n``: text with ``\r`` in it
+    (not this tree's line numbering, perhaps) and no text at all walk the whole file.
+    """
+    if source is None or "\r" in source:
+        return _all_name_calls(tree).get(name, {})
+    memo = getattr(tree, "_graphleaf_calls_by_name", None)
+    if memo is None:
+        memo = tree._graphleaf_calls_by_name = {None: set() if source.isascii() else lines_matching(source, _NON_ASCII)}
+    if name not in memo:
+        lines = sorted(lines_matching(source, re.compile(rf"\b{re.escape(name)}\b")) | memo[None])
+        found: dict = {}
+        for scope, body in _scope_bodies(tree) if lines else ():
+            for stmt in body:
+                first = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())])
+                i = bisect_left(lines, first)
+                if i == len(lines) or lines[i] > stmt.end_lineno:
+                    continue  # none of its lines holds the word
+                for node in ast.walk(stmt):
+                    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name:
+                        found.setdefault(scope, []).append(node)
+        memo[name] = found
+    return memo[name]
+
+
+def check(tree: ast.Module, imports: ImportMap, module_classes: set[str], source: str | None = None) -> list[Finding]:
     out: list[Finding] = []
     for func in tree.body:
         if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -158,7 +203,7 @@ def check(tree: ast.Module, imports: ImportMap, module_classes: set[str]) -> lis
         modules = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs
                    if a.arg in stored_on and _annotated_module(a.annotation, imports, module_classes)}
         if stored_on - modules:
-            modules |= _passed_modules(func, imports, module_classes, tree) & stored_on
+            modules |= _passed_modules(func, imports, module_classes, tree, source) & stored_on
         if not modules:
             continue
         ev = Evaluator(imports, None, None, module_classes)
