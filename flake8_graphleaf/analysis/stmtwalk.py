@@ -141,9 +141,15 @@ def _spans_one(node: ast.AST, lines: list[int]) -> bool:
     return i < len(lines) and lines[i] <= end
 
 
+# ``Load()``, ``Add()`` ...: one object shared by every place that has one, so a parent map holds
+# the last of their parents only; Parents asks the full map for them.
+_SHARED = (ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop)
+
+
 def walk_lines(tree: ast.AST, lines: list[int]) -> tuple[list[ast.AST], dict[ast.AST, ast.AST]]:
     """The nodes ``ast.walk(tree)`` gives, in its order, less the subtrees none of whose lines is
-    in ``lines`` (sorted); and the parent of each node given.  Inside an f-string nothing is
+    in ``lines`` (sorted); and the parent of each node given (but the shared context and operator
+nodes).  Inside an f-string nothing is
     left out (the positions of the expressions in one were not always right before 3.12)."""
     out: list[ast.AST] = []
     parents: dict[ast.AST, ast.AST] = {}
@@ -155,7 +161,8 @@ def walk_lines(tree: ast.AST, lines: list[int]) -> tuple[list[ast.AST], dict[ast
         keep_all = id(node) in whole or isinstance(node, ast.JoinedStr)
         for child in ast.iter_child_nodes(node):
             if keep_all or _spans_one(child, lines):
-                parents[child] = node
+                if not isinstance(child, _SHARED):
+                    parents[child] = node
                 todo.append(child)
                 if keep_all:
                     whole.add(id(child))
