@@ -14,12 +14,15 @@ Each round runs, one after the other on the same tree:
   check-warm graphleaf check -j 1 with a cache filled by an untimed run before the rounds
   ruff-all  ruff check --select ALL --no-cache (when ruff is installed)
 and reports the median CPU seconds (user+sys of the child) and wall seconds, with the
-ratios the project budgets: plugin/base <= 1.25, glf-f8/check-j1 >= 3, check-j1/ruff-all <= 2,
+ratios the project budgets: plugin/base <= 1.25, glf-f8/check-j1 >= 3, check-j1/ruff-all <= 1.5,
 check-warm/ruff-all < 1.
 Timing assertions never go in the test-suite: run this by hand and record the
 figures in docs/performance.md.
 
     python bench/bench.py --scaling            # the generated-file scaling case only
+    python bench/bench.py --only check-j1,ruff-all --baseline /tmp/base --rounds 3
+                                               # A/B: this checkout against another one (a
+                                               # `git archive REV | tar -x -C /tmp/base`), with ruff
 
 --scaling times, on generated modules of N small classes with one finding each (N = 40,
 400, 4000 by default), graphleaf check, graphleaf fix --unsafe-fixes --diff and
@@ -66,10 +69,10 @@ def make_venv(name: str, packages: list[str]) -> Path:
     return python
 
 
-def timed(cmd: list[str]) -> tuple[float, float, int]:
+def timed(cmd: list[str], env: dict | None = None, cwd: str | None = None) -> tuple[float, float, int]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -170,40 +173,54 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-parse", action="store_true", help="skip the in-process ast/libcst parse figures")
     ap.add_argument("--scaling", action="store_true", help="only the generated-file scaling case")
     ap.add_argument("--sizes", default="40,400,4000", help="class counts for --scaling (default 40,400,4000)")
+    ap.add_argument("--only", default=None, help="comma-separated runs to time (say check-j1,ruff-all); default: all")
+    ap.add_argument("--baseline", default=None, metavar="DIR",
+                    help="also time check-j1 of the flake8_graphleaf package in DIR (a checkout of another commit), "
+                         "as check-j1@base, interleaved with the rest")
     args = ap.parse_args(argv)
     if args.scaling:
         return scaling([int(x) for x in args.sizes.split(",")], args.rounds)
-    tree = args.tree or default_tree()
+    tree = os.path.abspath(args.tree or default_tree())
     flake8_version = importlib.metadata.version("flake8")
+    only = set(args.only.split(",")) if args.only else None
+    wanted = lambda name: only is None or name in only  # noqa: E731
     # the same flake8 and the same versions of its own plugins, without this one
     same = [f"{p}=={importlib.metadata.version(p)}" for p in ("flake8", "pycodestyle", "pyflakes", "mccabe")]
-    base = make_venv("base", same)
-    runs: dict[str, list[str]] = {
-        "base": [str(base), "-m", "flake8", "-j", "1", "--exit-zero", tree],
-        "plugin": [sys.executable, "-m", "flake8", "-j", "1", "--exit-zero", tree],
-    }
+    runs: dict[str, list[str]] = {}
+    envs: dict[str, dict] = {}
+    cwds: dict[str, str] = {}
+    if wanted("base"):
+        runs["base"] = [str(make_venv("base", same)), "-m", "flake8", "-j", "1", "--exit-zero", tree]
+    runs["plugin"] = [sys.executable, "-m", "flake8", "-j", "1", "--exit-zero", tree]
     if args.torchfix:
         tfx = make_venv("torchfix", same + ["torchfix"])
         runs["torchfix"] = [str(tfx), "-m", "flake8", "-j", "1", "--exit-zero", tree]
     graphleaf = [sys.executable, "-m", "flake8_graphleaf"]
     runs["glf-f8"] = [sys.executable, "-m", "flake8", "-j", "1", "--select=GLF", "--exit-zero", tree]
     runs["check-j1"] = graphleaf + ["check", "--no-cache", "-j", "1", "--exit-zero", "--output-format", "concise", tree]
+    if args.baseline:
+        runs["check-j1@base"] = list(runs["check-j1"])
+        # run in DIR: `python -m` puts the working directory first on sys.path, before PYTHONPATH
+        envs["check-j1@base"] = {**os.environ, "PYTHONPATH": os.path.abspath(args.baseline)}
+        cwds["check-j1@base"] = os.path.abspath(args.baseline)
     cores = os.cpu_count() or 1
     runs[f"check-j{cores}"] = graphleaf + ["check", "--no-cache", "-j", str(cores), "--exit-zero", "--output-format",
                                            "concise", tree]
     # a warm run: the same tree, unchanged, with the cache the first (untimed) run filled
     cache_dir = WORK / "cache"
     warm = graphleaf + ["check", "--cache-dir", str(cache_dir), "-j", "1", "--exit-zero", "--output-format", "concise", tree]
-    subprocess.run(warm, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if wanted("check-warm"):
+        subprocess.run(warm, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     runs["check-warm"] = warm
     ruff = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
     if ruff:
         runs["ruff-all"] = [ruff, "check", "--select", "ALL", "--no-cache", "--exit-zero", "-q", tree]
+    runs = {k: v for k, v in runs.items() if wanted(k) or (k == "check-j1@base" and args.baseline)}
     print(f"tree: {tree}\nflake8 {flake8_version}, {cores} cores, {args.rounds} rounds, interleaved\n", flush=True)
     results: dict[str, list[tuple[float, float]]] = {k: [] for k in runs}
     for r in range(args.rounds):
         for name, cmd in runs.items():
-            cpu, wall, _ = timed(cmd)
+            cpu, wall, _ = timed(cmd, envs.get(name), cwds.get(name))
             results[name].append((cpu, wall))
             print(f"  round {r + 1} {name:10s} cpu {cpu:7.2f}s wall {wall:7.2f}s", flush=True)
     med = {k: (statistics.median(c for c, _ in v), statistics.median(w for _, w in v)) for k, v in results.items()}
@@ -211,16 +228,18 @@ def main(argv: list[str] | None = None) -> int:
     for k, (c, w) in med.items():
         print(f"{k:10s} {c:7.2f}  {w:7.2f}")
     print()
-    print(f"plugin / base (CPU):        {med['plugin'][0] / med['base'][0]:.3f}  (budget <= 1.25)")
-    if "torchfix" in med:
-        print(f"torchfix / base (CPU):      {med['torchfix'][0] / med['base'][0]:.3f}")
-    print(f"flake8 --select=GLF / graphleaf check -j1 (CPU): {med['glf-f8'][0] / med['check-j1'][0]:.2f}  (budget >= 3)")
-    print(f"graphleaf check -j1 / -j{cores} (wall): {med['check-j1'][1] / med[f'check-j{cores}'][1]:.2f}")
-    if "ruff-all" in med:
-        print(f"graphleaf check -j1 / ruff --select ALL --no-cache (CPU): {med['check-j1'][0] / med['ruff-all'][0]:.2f}"
-              "  (budget <= 2)")
-        print(f"graphleaf check, warm cache / ruff --select ALL --no-cache (CPU): "
-              f"{med['check-warm'][0] / med['ruff-all'][0]:.2f}  (budget < 1)")
+    def ratio(label: str, a: str, b: str, budget: str = "", i: int = 0, digits: int = 2) -> None:
+        if a in med and b in med:
+            print(f"{label}: {med[a][i] / med[b][i]:.{digits}f}" + (f"  ({budget})" if budget else ""))
+
+    ratio("plugin / base (CPU)", "plugin", "base", "budget <= 1.25", digits=3)
+    ratio("torchfix / base (CPU)", "torchfix", "base", digits=3)
+    ratio("flake8 --select=GLF / graphleaf check -j1 (CPU)", "glf-f8", "check-j1", "budget >= 3")
+    ratio(f"graphleaf check -j1 / -j{cores} (wall)", "check-j1", f"check-j{cores}", i=1)
+    ratio("graphleaf check -j1 / ruff --select ALL --no-cache (CPU)", "check-j1", "ruff-all", "budget <= 1.5")
+    ratio("graphleaf check -j1 @base / ruff --select ALL --no-cache (CPU)", "check-j1@base", "ruff-all")
+    ratio("graphleaf check -j1 / check -j1 @base (CPU)", "check-j1", "check-j1@base")
+    ratio("graphleaf check, warm cache / ruff --select ALL --no-cache (CPU)", "check-warm", "ruff-all", "budget < 1")
     if not args.no_parse:
         print("\nin-process CPU seconds on the same files:")
         for k, v in parse_costs(tree).items():

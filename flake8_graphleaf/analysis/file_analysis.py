@@ -111,9 +111,9 @@ def analyze_file(tree: ast.AST, source: str | None = None, options: Options | No
     if any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) for s in tree.body):
         findings += function_roots.check(tree, imports, module_classes, source)
     if source is None or "register_forward" in source or "register_module_forward" in source:
-        findings += hooks.check(tree, imports, classes, module_classes)
+        findings += hooks.check(tree, imports, classes, module_classes, source)
     if source is None or "weight_norm" in source or "spectral_norm" in source or "WeightNorm" in source:
-        findings += legacy_norm.check(tree, imports, classes)
+        findings += legacy_norm.check(tree, imports, classes, source)
     if source is None or "utils.prune" in source or any(v.startswith(pruning.PREFIX[:-1]) for v in imports.names.values()):
         findings += pruning.check(tree, imports)
     if source is None or any(m in source for m in ("__getstate__", "__deepcopy__", "__reduce")):

@@ -6,9 +6,17 @@ from __future__ import annotations
 
 import ast
 import re
+from bisect import bisect_left
+from collections import deque
 from typing import Iterator
 
 _BODIES = ("body", "orelse", "finalbody", "handlers")
+
+
+# Statements with no block of their own: nothing under them to look into.
+_SIMPLE = frozenset({ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return, ast.Pass, ast.Break,
+                     ast.Continue, ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal, ast.Raise, ast.Assert,
+                     ast.Delete})
 
 
 def statements(node: ast.AST) -> Iterator[ast.stmt]:
@@ -22,6 +30,8 @@ def statements(node: ast.AST) -> Iterator[ast.stmt]:
                 for child in reversed(block):
                     if isinstance(child, ast.stmt):
                         yield child
+                        if type(child) in _SIMPLE:
+                            continue
                     stack.append(child)
         cases = getattr(cur, "cases", None)
         if cases:
@@ -100,3 +110,80 @@ def parent_map(tree: ast.AST) -> dict[ast.AST, ast.AST]:
         for child in ast.iter_child_nodes(node):
             parents[child] = node
     return parents
+
+
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
+def word_lines(source: str | None, words) -> list[int] | None:
+    """The sorted 1-based lines of ``source`` that hold one of ``words`` as a whole word, or
+    hold a non-ASCII character (an identifier spelled with one is NFKC-normalised, so its token
+    may not read as the name it is): every line where a ``Name`` or an attribute with one of
+    these names can be.  None when the text cannot tell (no text, or ``\\r`` line ends, which
+    ``ast`` counts as lines too): walk everything then."""
+    if source is None or "\r" in source:
+        return None
+    words = sorted(set(words))
+    lines = lines_matching(source, re.compile(r"\b(?:" + "|".join(map(re.escape, words)) + r")\b")) if words else set()
+    if not source.isascii():
+        lines |= lines_matching(source, _NON_ASCII)
+    return sorted(lines)
+
+
+def _spans_one(node: ast.AST, lines: list[int]) -> bool:
+    start = getattr(node, "lineno", None)
+    end = getattr(node, "end_lineno", None)
+    if start is None or end is None:
+        return True  # no position (arguments, comprehension, withitem, match_case): look inside
+    for dec in getattr(node, "decorator_list", ()):  # decorators come before the def's own line
+        start = min(start, dec.lineno)
+    i = bisect_left(lines, start)
+    return i < len(lines) and lines[i] <= end
+
+
+# ``Load()``, ``Add()`` ...: one object shared by every place that has one, so a parent map holds
+# the last of their parents only; Parents asks the full map for them.
+_SHARED = (ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop)
+
+
+def walk_lines(tree: ast.AST, lines: list[int]) -> tuple[list[ast.AST], dict[ast.AST, ast.AST]]:
+    """The nodes ``ast.walk(tree)`` gives, in its order, less the subtrees none of whose lines is
+    in ``lines`` (sorted); and the parent of each node given (but the shared context and operator
+nodes).  Inside an f-string nothing is
+    left out (the positions of the expressions in one were not always right before 3.12)."""
+    out: list[ast.AST] = []
+    parents: dict[ast.AST, ast.AST] = {}
+    whole: set[int] = set()  # ids of nodes whose subtree is walked in full
+    todo = deque([tree])
+    while todo:
+        node = todo.popleft()
+        out.append(node)
+        keep_all = id(node) in whole or isinstance(node, ast.JoinedStr)
+        for child in ast.iter_child_nodes(node):
+            if keep_all or _spans_one(child, lines):
+                if not isinstance(child, _SHARED):
+                    parents[child] = node
+                todo.append(child)
+                if keep_all:
+                    whole.add(id(child))
+    return out, parents
+
+
+class Parents:
+    """child -> parent, as :func:`parent_map` gives it, from a partial map (the nodes
+    :func:`walk_lines` gave): a node outside it makes the full map, once."""
+
+    def __init__(self, tree: ast.AST, partial: dict[ast.AST, ast.AST]):
+        self.tree = tree
+        self.partial = partial
+        self.full: dict[ast.AST, ast.AST] | None = None
+
+    def get(self, node: ast.AST, default=None):
+        found = self.partial.get(node)
+        if found is not None:
+            return found
+        if node is self.tree:
+            return default
+        if self.full is None:
+            self.full = parent_map(self.tree)
+        return self.full.get(node, default)

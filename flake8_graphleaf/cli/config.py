@@ -150,10 +150,20 @@ class Settings:
 
 
 def relative_posix(path: str, root: Path) -> str:
+    """``path`` relative to ``root`` with "/" (absolute when it is not under it): what
+    ``Path(abspath).relative_to(root).as_posix()`` gives, without pathlib (discovery asks once
+    per entry of the tree)."""
+    full = os.path.abspath(path)
+    if os.sep == "/" and os.altsep is None:
+        top = str(root)
+        if full == top:
+            return "."
+        prefix = top if top.endswith("/") else top + "/"
+        return full[len(prefix):] if full.startswith(prefix) and os.path.isabs(top) else full
     try:
-        return Path(os.path.abspath(path)).relative_to(root).as_posix()
+        return Path(full).relative_to(root).as_posix()
     except ValueError:
-        return Path(os.path.abspath(path)).as_posix()
+        return Path(full).as_posix()
 
 
 def from_table(table: dict, root: Path, config_file: Path | None) -> Settings:

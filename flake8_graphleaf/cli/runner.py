@@ -8,11 +8,13 @@ file once the parent is interrupted, and tells the parent at once of each file i
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
 
 from .config import Settings
 from .output import FileReport
@@ -25,9 +27,29 @@ _STOP = None
 _WRITTEN = None
 
 
+# The cyclic collector's thresholds while files are checked.  An ast tree is hundreds of thousands
+# of container objects, and at Python's default (700, 10, 10) the collector ran so often over the
+# live heap (the torch table, the parsed program) that it cost about a quarter of a torch-sized run's
+# CPU time; at these it runs rarely, for some 5% more memory.  Nothing the analysis finds depends
+# on when garbage is collected.
+GC_THRESHOLDS = (100_000, 50, 100)
+
+
+@contextmanager
+def fewer_collections():
+    """The collector at :data:`GC_THRESHOLDS` inside, as it was after (tests run commands in process)."""
+    old = gc.get_threshold()
+    gc.set_threshold(*GC_THRESHOLDS)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+
+
 def _init_worker(stop, written=None) -> None:
     global _STOP, _WRITTEN
     _STOP, _WRITTEN = stop, written
+    gc.set_threshold(*GC_THRESHOLDS)  # a worker lives for the run (forked ones have it already)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; a file is never cut in half
 
 
@@ -110,6 +132,11 @@ def run_many(func, files: list[str], jobs: int, progress: Progress, *extra) -> l
     terminated."""
     if not files:
         return []
+    with fewer_collections():
+        return _run_many(func, files, jobs, progress, *extra)
+
+
+def _run_many(func, files: list[str], jobs: int, progress: Progress, *extra) -> list:
     size = max(1, min(16, len(files) // (jobs * 4) or 1))
     batches = [files[i:i + size] for i in range(0, len(files), size)]
     results: dict[int, list] = {}

@@ -282,14 +282,27 @@ def _bound_call(name: ast.Name, at: ast.AST, scope, parents, accept=lambda call:
         if body is None:
             continue
         best = None
-        for n in statements(body):
-            if (isinstance(n, ast.Assign) and n.lineno <= at.lineno and isinstance(n.value, ast.Call)
-                    and accept(n.value) and any(isinstance(t, ast.Name) and t.id == name.id for t in n.targets)):
+        for n in _call_assignments(body).get(name.id, ()):
+            if n.lineno <= at.lineno and accept(n.value):
                 if best is None or n.lineno > best.lineno:
                     best = n
         if best is not None:
             return best.value
     return None
+
+
+def _call_assignments(body: ast.AST) -> dict[str, list[ast.Assign]]:
+    """name -> the ``name = <call>`` statements under ``body``, in statement order (kept on the node:
+    every copy site of a file asks the module)."""
+    cached = getattr(body, "_graphleaf_call_assigns", None)
+    if cached is None:
+        cached = {}
+        for n in statements(body):
+            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call):
+                for target in dict.fromkeys(t.id for t in n.targets if isinstance(t, ast.Name)):
+                    cached.setdefault(target, []).append(n)
+        body._graphleaf_call_assigns = cached
+    return cached
 
 
 def _remote_broken(imports, qual: str | None):

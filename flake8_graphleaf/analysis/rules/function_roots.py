@@ -24,7 +24,7 @@ from ..findings import Finding
 from ..flow import Store, Walker, function_grad_mode
 from ..graph_tensors import GRAPH, MODULE, NOTHING, Evaluator, Value, looks_like_parameter
 from ..imports import ImportMap
-from ..stmtwalk import lines_matching, statements, tree_statements
+from ..stmtwalk import lines_matching, statements, tree_statements, walk_lines
 from . import drop_overwritten, finding, origin_text
 
 RULES: dict[str, str] = {}  # it reports GLF001 / GLF002 (forward_stores.RULES)
@@ -184,7 +184,7 @@ def _calls_of(tree: ast.Module, name: str, source: str | None = None) -> dict:
                 i = bisect_left(lines, first)
                 if i == len(lines) or lines[i] > stmt.end_lineno:
                     continue  # none of its lines holds the word
-                for node in ast.walk(stmt):
+                for node in walk_lines(stmt, lines)[0]:  # ast.walk's order, less the subtrees without the word
                     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name:
                         found.setdefault(scope, []).append(node)
         memo[name] = found

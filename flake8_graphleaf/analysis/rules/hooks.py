@@ -18,7 +18,7 @@ from ..flow import Store, Walker, function_grad_mode
 from ..graph_tensors import ARG, GRAPH, MODULE, Evaluator, Value
 from ..imports import ImportMap
 from ..modules import ClassInfo
-from ..stmtwalk import parent_map
+from ..stmtwalk import Parents, parent_map, walk_lines, word_lines
 from . import finding, origin_text
 
 RULES = {"GLF003": "forward hook stores a graph tensor where deepcopy of the model reaches it"}
@@ -100,9 +100,16 @@ class _Hook:
         self.bound_keywords: set[str] = set()  # parameters functools.partial binds by keyword
 
 
-def check(tree: ast.AST, imports: ImportMap, classes: dict[str, ClassInfo], module_classes: set[str]) -> list[Finding]:
+def check(tree: ast.AST, imports: ImportMap, classes: dict[str, ClassInfo], module_classes: set[str],
+          source: str | None = None) -> list[Finding]:
     calls = []
-    for node in ast.walk(tree):
+    lines = word_lines(source, FORWARD)  # a call of one of them has its name on one of these lines
+    if lines is None:
+        nodes, parents = ast.walk(tree), None
+    else:
+        nodes, partial = walk_lines(tree, lines)
+        parents = Parents(tree, partial)
+    for node in nodes:
         if isinstance(node, ast.Call):
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
@@ -110,7 +117,8 @@ def check(tree: ast.AST, imports: ImportMap, classes: dict[str, ClassInfo], modu
                 calls.append((node, FORWARD[name]))
     if not calls:
         return []
-    parents = parent_map(tree)
+    if parents is None:
+        parents = parent_map(tree)
     out: list[Finding] = []
     for call, kind in calls:
         hook_expr = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "hook"), None)

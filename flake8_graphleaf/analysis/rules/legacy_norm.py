@@ -15,7 +15,7 @@ from .. import witness
 from ..findings import Finding
 from ..imports import ImportMap
 from ..modules import ClassInfo
-from ..stmtwalk import parent_map
+from ..stmtwalk import Parents, parent_map, walk_lines, word_lines
 from . import finding
 
 RULES = {
@@ -75,10 +75,18 @@ _WHEN = {
 }
 
 
-def check(tree: ast.AST, imports: ImportMap, classes: dict[str, ClassInfo]) -> list[Finding]:
+def check(tree: ast.AST, imports: ImportMap, classes: dict[str, ClassInfo], source: str | None = None) -> list[Finding]:
     hits = []
     inner: set[int] = set()
-    for node in ast.walk(tree):
+    # A node naming one of LEGACY ends in its last name (an attribute) or is a name imported as one.
+    words = {q.rpartition(".")[2] for q in LEGACY} | {k for k, v in imports.names.items() if v in LEGACY}
+    lines = word_lines(source, words)
+    if lines is None:
+        nodes, parents = ast.walk(tree), None
+    else:
+        nodes, partial = walk_lines(tree, lines)
+        parents = Parents(tree, partial)
+    for node in nodes:
         if id(node) in inner or not isinstance(node, (ast.Attribute, ast.Name)):
             continue
         if not isinstance(getattr(node, "ctx", None), ast.Load):
@@ -92,7 +100,8 @@ def check(tree: ast.AST, imports: ImportMap, classes: dict[str, ClassInfo]) -> l
                 inner.add(id(sub))
     if not hits:
         return []
-    parents = parent_map(tree)
+    if parents is None:
+        parents = parent_map(tree)
     out = []
     for node, (code, name, new) in hits:
         if _is_fallback(node, parents, imports):
