@@ -124,3 +124,39 @@ def test_an_edited_checkout_never_reads_old_entries(tmp_path):
         os.utime(source, ns=(st.st_atime_ns, st.st_mtime_ns))
         store._BUILD = None
     assert key("same", b"content") == before
+
+
+TRAINER = '''import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Trainer:
+    def __init__(self, model):
+        self.model = model
+
+    def step(self, x, y):
+        loss = F.mse_loss(self.model(x), y)
+        self.last_loss = loss{detach}
+'''
+SCRIPT = '''import copy
+
+import torch
+import torch.nn as nn
+from training import Trainer
+
+trainer = Trainer(nn.Linear(4, 1))
+trainer.step(torch.randn(8, 4), torch.randn(8, 1))
+snapshot = copy.deepcopy(trainer)
+'''
+
+
+def test_the_same_text_beside_different_neighbours_is_not_one_entry(tmp_path):
+    # two identical scripts, each next to its own training.py: only the leaky one's copy raises
+    for name, detach in (("clean", ".detach()"), ("leaky", "")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "training.py").write_text(TRAINER.format(detach=detach))
+        (tmp_path / name / "train.py").write_text(SCRIPT)
+    for _ in range(2):  # cold, then warm
+        r = run("check", "-j", "1", "--output-format", "concise", ".", cwd=tmp_path)
+        assert "leaky/train.py:9:12: GLF202" in r.stdout, r.stdout
+        assert "clean/train.py" not in r.stdout, r.stdout

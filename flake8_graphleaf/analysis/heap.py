@@ -23,7 +23,7 @@ a worker process puts a model output on a queue.  What they need is what this mo
 
 Pure analysis: it reads the program and never imports it.  Cost: every followed call walks the
 callee's body once per call site reached (no memo: the heap is in program order), within a
-budget per file (:data:`BUDGET` function runs) and :data:`MAX_DEPTH` calls deep.
+budget per root (:data:`BUDGET` function runs) and :data:`MAX_DEPTH` calls deep.
 """
 
 from __future__ import annotations
@@ -36,8 +36,11 @@ from .graph_tensors import ARG, GRAPH, LEAF, MODULE, NOTHING, Evaluator, Value, 
 from .helper_objects import copies_itself, file_classes
 from .scopes import _explicit_enable, self_name
 
-BUDGET = 400  # function runs per file
-MAX_DEPTH = 8
+BUDGET = 80  # function runs from one root (the module's code, or one function)
+MAX_DEPTH = 6
+# Names of the calls that copy or send (a function that can reach none of them is not run as a root)
+SINK_NAMES = frozenset({"deepcopy", "AveragedModel", "ModelEma", "ModelEmaV2", "ModelEmaV3", "DataLoader", "put",
+                        "put_nowait", "Process", "spawn", "start_processes"})
 
 # Atoms: what a name or an attribute may hold, besides its Value.
 #   ("obj", key)                 an object of a class of the program (key: "path::Name", see class_key)
@@ -723,12 +726,80 @@ def _run(current, tree, imports, classes, module_classes) -> Program:
     program = Program(current, current.path)
     ctx = FileContext(current.name, current.path, imports, current.defs, classes, module_classes)
     program.contexts[current.path] = ctx
+    live = _live_defs(current)
     top = [s for s in tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
-    program.run_module(ctx, top)
+    if any(_reaches_sink(current, s, live) for s in top):
+        program.run_module(ctx, top)
     for s in tree.body:
-        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(s) not in program.reached:
+        if (isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(s) not in program.reached
+                and s.name in live):
+            program.runs = 0  # each root its own budget: cost grows with the roots, not their order
             program.run(s, ctx, [], {}, [], {}, True)
     return program
+
+
+def _refs(node: ast.AST) -> set[str]:
+    """The names and attribute names ``node`` mentions, once per node (kept on it)."""
+    cached = getattr(node, "_graphleaf_refs", None)
+    if cached is None:
+        cached = set()
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name):
+                cached.add(n.id)
+            elif isinstance(n, ast.Attribute):
+                cached.add(n.attr)
+        node._graphleaf_refs = cached
+    return cached
+
+
+def _reaches_sink(parsed, node: ast.AST, live: set[str]) -> bool:
+    refs = _refs(node)
+    return bool(refs & SINK_NAMES) or bool(refs & live)
+
+
+def _live_defs(parsed, depth: int = 0) -> set[str]:
+    """The file's top-level functions and classes whose code may reach a copy or a send: it
+    names one (``deepcopy``, ``DataLoader``, ``put``, ``Process`` ...), or a function or class of
+    this file, or a name imported from a file of the program, that may (a few files deep). The
+    run starts only from those: the others cannot produce a finding of the copy graph."""
+    memo = parsed.memo
+    if "heap_live" in memo:
+        return memo["heap_live"]
+    memo["heap_live"] = set()  # while it is computed (a cycle of imports)
+    defs = {name: node for name, node in parsed.defs.items()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    live = {name for name, node in defs.items() if _refs(node) & SINK_NAMES}
+    imported = getattr(parsed.imports, "names", {}) or {}
+    if depth < 3:
+        for local, qual in imported.items():
+            if local in live or not isinstance(qual, str) or not any(local in _refs(n) for n in defs.values()) and not any(
+                    local in _refs(s) for s in parsed.tree.body if not isinstance(s, (ast.FunctionDef, ast.ClassDef))):
+                continue
+            if _imported_live(parsed.imports, qual, depth):
+                live.add(local)
+    changed = True
+    while changed:
+        changed = False
+        for name, node in defs.items():
+            if name not in live and _refs(node) & live:
+                live.add(name)
+                changed = True
+    memo["heap_live"] = live
+    return live
+
+
+def _imported_live(imports, qual: str, depth: int) -> bool:
+    """Does the program's ``qual`` (a function, a class or a module) reach a copy or a send?"""
+    from .project_view import resolve_from
+
+    project = getattr(imports, "project", None)
+    if project is None:
+        return False
+    found = resolve_from(imports, qual)
+    if found is not None:
+        return found.node.name in _live_defs(found.module, depth + 1)
+    module = project.parsed(qual) if "." in qual or qual else None  # import checkpoint; checkpoint.save(...)
+    return module is not None and bool(_live_defs(module, depth + 1))
 
 
 def runs_for(imports, words: tuple[str, ...]) -> list[Program]:

@@ -28,20 +28,19 @@ def _wanted_codes(settings: Settings, path: str) -> tuple[str, ...]:
 
 
 def _findings_key(data: bytes, settings: Settings, codes: tuple[str, ...], options) -> str:
-    # The content, every setting that changes the answer, the file's module name, and the
-    # running Python (the parse error of newer syntax depends on it); cache_key mixes in
-    # the tool's version.  The other files the analysis read are checked on a hit (_deps_ok).
+    # The content, every setting that changes the answer, the file's module name and path (two
+    # files with the same text beside different neighbours -- a test next to its own training.py
+    # -- are analysed apart), and the running Python (the parse error of newer syntax depends on
+    # it); cache_key mixes in the tool's version.  The other files the analysis read are checked
+    # on a hit (_deps_ok).
     return cache_key(data, sorted(settings.module_bases), codes, sys.version_info[:2],
                      getattr(options, "module", None), getattr(options, "is_package", False),
-                     getattr(options, "argument_stores", False))
+                     getattr(options, "argument_stores", False), getattr(options, "path", None))
 
 
 def _stamp(path: str | None):
     stamp = file_stamp(path) if path is not None else None
     return None if stamp is None else [path, *stamp]
-
-
-_USED = "\x00users"  # the analysis judged the file in other files' runs (the copy graph)
 
 
 def _recording(view):
@@ -61,9 +60,8 @@ def _recording(view):
         return by_path(path, module)
 
     def users_of(module, words, path=""):
-        found = users(module, words, path)
-        if found:
-            seen.append(_USED)
+        found = users(module, words, path)  # the files of other files' runs (the copy graph)
+        seen.extend("path:" + p.path for p in found)
         return found
 
     view.parsed = parsed
@@ -78,10 +76,8 @@ def _recording(view):
 
 def _deps(view, modules: list[str]):
     locate = getattr(view, "_locate", None)
-    if (modules and locate is None) or _USED in modules:
-        # cannot tell what was read (another file's run judged this one's objects, with what it
-        # reached in turn): do not cache
-        return None
+    if modules and locate is None:
+        return None  # cannot tell what was read: do not cache
     return {m: _stamp(m[5:] if m.startswith("path:") else locate(m)) for m in sorted(set(modules))}
 
 
