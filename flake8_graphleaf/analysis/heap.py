@@ -29,6 +29,7 @@ budget per root (:data:`BUDGET` function runs) and :data:`MAX_DEPTH` calls deep.
 from __future__ import annotations
 
 import ast
+import os
 from dataclasses import dataclass, field
 
 from .flow import CONTAINER_MUTATORS, Store, Walker, function_grad_mode, target_root
@@ -36,11 +37,8 @@ from .graph_tensors import ARG, GRAPH, LEAF, MODULE, NOTHING, Evaluator, Value, 
 from .helper_objects import copies_itself, file_classes
 from .scopes import _explicit_enable, self_name
 
-BUDGET = 80  # function runs from one root (the module's code, or one function)
-MAX_DEPTH = 6
-# Names of the calls that copy or send (a function that can reach none of them is not run as a root)
-SINK_NAMES = frozenset({"deepcopy", "AveragedModel", "ModelEma", "ModelEmaV2", "ModelEmaV3", "DataLoader", "put",
-                        "put_nowait", "Process", "spawn", "start_processes"})
+BUDGET = 12  # function runs from one root (the module's code, or one function)
+MAX_DEPTH = 4
 
 # Atoms: what a name or an attribute may hold, besides its Value.
 #   ("obj", key)                 an object of a class of the program (key: "path::Name", see class_key)
@@ -145,6 +143,10 @@ class Program:
         self.active: set = set()
         self.reached: set = set()  # ids of the functions run
         self.contexts: dict[str, FileContext] = {}
+        # Calls are followed into the files of the run's own folder and below (a script's
+        # package, a project's modules), not into the rest of a large tree: what a library far
+        # off does is its own files' to report, and parsing it is most of what a run would cost.
+        self.scope = os.path.join(os.path.dirname(os.path.abspath(path)), "")
         self.classes: dict[str, tuple] = {}  # class key -> (ClassInfo, FileContext)
 
     # -- files --------------------------------------------------------------------
@@ -162,7 +164,12 @@ class Program:
 
         if isinstance(func, ast.Name) and func.id in ctx.defs:
             return ctx, ctx.defs[func.id]
-        found = resolve_from(ctx.imports, ctx.imports.qualname(func))
+        qual = ctx.imports.qualname(func)
+        if not self.in_scope(ctx.imports, qual):
+            return None
+        found = resolve_from(ctx.imports, qual)
+        if found is not None and not found.module.path.startswith(self.scope):
+            return None  # a file outside the run's folder (a library the script uses): not followed
         if found is None:
             return None
         return self.context_of(found.module), found.node
@@ -193,6 +200,31 @@ class Program:
                 if holder == atom:
                     todo += list(held)
         return sorted(out, key=lambda k: (k.path, k.node.lineno, k.node.col_offset))
+
+    def in_scope(self, imports, qual: str | None) -> bool:
+        """Is ``qual`` defined in a file of the run's folder or below (found without parsing)?
+        A top-level module beside the importing file counts (``from training import Trainer``)."""
+        if not qual:
+            return False
+        project = getattr(imports, "project", None)
+        module = qual.rpartition(".")[0]
+        current = getattr(getattr(imports, "current", None), "path", None)
+        if module and "." not in module and current and os.path.isfile(
+                os.path.join(os.path.dirname(current), module + ".py")):
+            return True  # beside the importing file: what resolve_from finds first
+        while module:
+            path = project.located(module) if project is not None else None
+            if path is not None:
+                return path.startswith(self.scope)
+            module = module.rpartition(".")[0]  # a module, or a name re-exported by a package
+        return False
+
+    def outcome(self) -> "Program":
+        """This run with only what other files ask of it (its sinks and judged copies): kept for
+        the whole process, it must not hold the frames, closures and heap it was built with."""
+        light = Program(self.current, self.path)
+        light.sinks, light.judged = self.sinks, self.judged
+        return light
 
     def is_module(self, qual: str) -> bool:
         info = self.class_info(qual)
@@ -393,6 +425,13 @@ class Frame(Evaluator):
         return EMPTY
 
     # -- calls --------------------------------------------------------------------
+    def _project_call(self, node, func, qual, pos, kw):
+        """What a function of the program returns, as the Evaluator judges it, for files of the
+        run's folder only: the effects of a large tree's other corners are not worked out here."""
+        if not (isinstance(func, ast.Name) and func.id in self.ctx.defs) and not self.program.in_scope(self.imports, qual):
+            return None
+        return super()._project_call(node, func, qual, pos, kw)
+
     def module_call(self, origin, pos, kw):
         result = super().module_call(origin, pos, kw)
         self.program.fire_hooks(self)
@@ -704,11 +743,11 @@ def _tuple_elements(types, n: int) -> list[frozenset]:
     return [flat] * n
 
 
-def run_file(tree: ast.Module, imports, classes, module_classes, path: str) -> Program:
+def run_file(tree: ast.Module, imports, classes, module_classes, path: str, text: str | None = None) -> Program:
     """Run the checked file's code from its roots: the module-level code, then every
-    module-level function it did not reach."""
+    module-level function it did not reach (those that may reach a copy or a send)."""
     current = imports.current
-    return _run(current, tree, imports, classes, module_classes)
+    return _run(current, tree, imports, classes, module_classes, text)
 
 
 def run_parsed(parsed) -> Program:
@@ -718,17 +757,17 @@ def run_parsed(parsed) -> Program:
     if "heap" not in memo:
         memo["heap"] = Program(parsed, parsed.path)  # while it runs
         classes, module_classes = file_classes(parsed)
-        memo["heap"] = _run(parsed, parsed.tree, parsed.imports, classes, module_classes)
+        memo["heap"] = _run(parsed, parsed.tree, parsed.imports, classes, module_classes).outcome()
     return memo["heap"]
 
 
-def _run(current, tree, imports, classes, module_classes) -> Program:
+def _run(current, tree, imports, classes, module_classes, text: str | None = None) -> Program:
     program = Program(current, current.path)
     ctx = FileContext(current.name, current.path, imports, current.defs, classes, module_classes)
     program.contexts[current.path] = ctx
-    live = _live_defs(current)
+    live = _live_defs(current, text)
     top = [s for s in tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
-    if any(_reaches_sink(current, s, live) for s in top):
+    if TOP in live:
         program.run_module(ctx, top)
     for s in tree.body:
         if (isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(s) not in program.reached
@@ -738,68 +777,63 @@ def _run(current, tree, imports, classes, module_classes) -> Program:
     return program
 
 
-def _refs(node: ast.AST) -> set[str]:
-    """The names and attribute names ``node`` mentions, once per node (kept on it)."""
-    cached = getattr(node, "_graphleaf_refs", None)
-    if cached is None:
-        cached = set()
-        for n in ast.walk(node):
-            if isinstance(n, ast.Name):
-                cached.add(n.id)
-            elif isinstance(n, ast.Attribute):
-                cached.add(n.attr)
-        node._graphleaf_refs = cached
-    return cached
+_SINK_WORDS = ("deepcopy", "AveragedModel", "ModelEma", "DataLoader", ".put(", ".put_nowait(", "Process(", "spawn(",
+               "start_processes(")
 
 
-def _reaches_sink(parsed, node: ast.AST, live: set[str]) -> bool:
-    refs = _refs(node)
-    return bool(refs & SINK_NAMES) or bool(refs & live)
+def _segment(lines: list[str], node: ast.AST) -> str:
+    return "\n".join(lines[node.lineno - 1: getattr(node, "end_lineno", node.lineno) or node.lineno])
 
 
-def _live_defs(parsed, depth: int = 0) -> set[str]:
-    """The file's top-level functions and classes whose code may reach a copy or a send: it
-    names one (``deepcopy``, ``DataLoader``, ``put``, ``Process`` ...), or a function or class of
-    this file, or a name imported from a file of the program, that may (a few files deep). The
-    run starts only from those: the others cannot produce a finding of the copy graph."""
+def _live_defs(parsed, text: str | None = None) -> set[str]:
+    """The file's top-level functions and classes whose code may reach a copy or a send: its text
+    names one (``deepcopy``, ``DataLoader``, ``.put(``, ``Process(`` ...), or a function or class
+    of this file that may, or a name imported from a file of the program whose text names one
+    (read, not parsed). The run starts only from those (and from the module's code when it names
+    one of them): the others cannot produce a finding here. Read from the text, walked never."""
     memo = parsed.memo
     if "heap_live" in memo:
         return memo["heap_live"]
-    memo["heap_live"] = set()  # while it is computed (a cycle of imports)
+    project = getattr(parsed.imports, "project", None)
+    if text is None and project is not None:
+        text = project.text_of(parsed.path)
+    lines = text.split("\n") if text else None
     defs = {name: node for name, node in parsed.defs.items()
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-    live = {name for name, node in defs.items() if _refs(node) & SINK_NAMES}
+    if lines is None:  # no text: every definition may
+        memo["heap_live"] = live = set(defs) | {TOP}
+        return live
+    texts = {name: _segment(lines, node) for name, node in defs.items()}
+    texts[TOP] = "\n".join(_segment(lines, s) for s in parsed.tree.body
+                            if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
+    live = {name for name, t in texts.items() if any(w in t for w in _SINK_WORDS)}
     imported = getattr(parsed.imports, "names", {}) or {}
-    if depth < 3:
+    if project is not None:
         for local, qual in imported.items():
-            if local in live or not isinstance(qual, str) or not any(local in _refs(n) for n in defs.values()) and not any(
-                    local in _refs(s) for s in parsed.tree.body if not isinstance(s, (ast.FunctionDef, ast.ClassDef))):
-                continue
-            if _imported_live(parsed.imports, qual, depth):
+            if isinstance(qual, str) and local in text and _imported_live(project, qual):
                 live.add(local)
     changed = True
     while changed:
         changed = False
-        for name, node in defs.items():
-            if name not in live and _refs(node) & live:
+        for name, t in texts.items():
+            if name not in live and any(other in t for other in live if other != TOP):
                 live.add(name)
                 changed = True
     memo["heap_live"] = live
     return live
 
 
-def _imported_live(imports, qual: str, depth: int) -> bool:
-    """Does the program's ``qual`` (a function, a class or a module) reach a copy or a send?"""
-    from .project_view import resolve_from
+TOP = "<module>"  # the module's own code, in _live_defs
 
-    project = getattr(imports, "project", None)
-    if project is None:
-        return False
-    found = resolve_from(imports, qual)
-    if found is not None:
-        return found.node.name in _live_defs(found.module, depth + 1)
-    module = project.parsed(qual) if "." in qual or qual else None  # import checkpoint; checkpoint.save(...)
-    return module is not None and bool(_live_defs(module, depth + 1))
+
+def _imported_live(project, qual: str) -> bool:
+    """Is ``qual`` a module of the program, or a name of one, whose text names a copy or a send?"""
+    for module in (qual, qual.rpartition(".")[0]):
+        if module:
+            found = project.mentions(module, _SINK_WORDS)
+            if found is not None:
+                return found
+    return False
 
 
 def runs_for(imports, words: tuple[str, ...]) -> list[Program]:

@@ -78,6 +78,19 @@ class ProjectView:
         """The parsed file at ``path``, or None (a view that reads no files by path)."""
         return None
 
+    def mentions(self, module: str, words: tuple[str, ...]) -> bool | None:
+        """Does the text of the program's file of ``module`` contain one of ``words``?  None: no
+        such file (or a view that reads no texts).  Reads the text, parses nothing."""
+        return None
+
+    def located(self, module: str) -> str | None:
+        """The path of the program's file of ``module``, found without parsing it, or None."""
+        return None
+
+    def text_of(self, path: str) -> str | None:
+        """The text of a file of the project, or None (a view that reads no texts)."""
+        return None
+
     def users_of(self, module: str, words: tuple[str, ...], path: str = "") -> list[ParsedModule]:
         """The parsed files of the project of ``path`` that import ``module`` (or a name from it)
         and whose text contains one of ``words``, or [] (a view without a project index)."""

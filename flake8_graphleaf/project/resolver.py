@@ -71,6 +71,19 @@ class FileResolver(ProjectView):
         self._files[path] = (stamp, parsed)
         return parsed
 
+    def located(self, module: str) -> str | None:
+        return self._locate(module) if module and looked_up(module) else None
+
+    def text_of(self, path: str) -> str | None:
+        return self.index.text(path) or None
+
+    def mentions(self, module: str, words: tuple[str, ...]) -> bool | None:
+        key = ("mentions", module, words)
+        if key not in self.memo:
+            path = self._locate(module) if module and looked_up(module) else None
+            self.memo[key] = None if path is None else any(w in self.index.text(path) for w in words)
+        return self.memo[key]
+
     def users_of(self, module: str, words: tuple[str, ...], path: str = "") -> list[ParsedModule]:
         """Files of the indexed project of ``path`` (the root folder it lies under) whose text
         has one of ``words`` and that import ``module`` or a name from it: one scan of the root's
@@ -92,8 +105,11 @@ class FileResolver(ProjectView):
                 name, is_package, _ = module_name_for(path)
                 for imported in imported_modules(text, name, is_package):
                     table.setdefault(imported, []).append(path)
+        # users near the file: its folder's parent and below (a script beside the package it
+        # imports, a test folder beside the code); a large tree's far corners are not run for it
+        near = os.path.join(os.path.dirname(os.path.dirname(here)), "")
         out = []
-        for path in table.get(module, [])[:USERS]:
+        for path in [p for p in table.get(module, []) if p.startswith(near)][:USERS]:
             name = module_name_for(path)[0]
             parsed = self.parsed_file(path, name or os.path.splitext(os.path.basename(path))[0])
             if parsed is not None:
@@ -147,7 +163,7 @@ class FileResolver(ProjectView):
         return parsed
 
 
-USERS = 8  # files whose runs are looked at for one module (users_of)
+USERS = 2  # files whose runs are looked at for one module (users_of)
 _IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+\(?([\w, \t]+)|import[ \t]+([\w., \t]+))", re.M)
 
 

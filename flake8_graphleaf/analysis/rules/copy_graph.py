@@ -100,7 +100,7 @@ def settle(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
 def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], findings: list[Finding],
            source: str | None = None) -> tuple[list[Finding], dict]:
     here = getattr(imports.current, "path", "<current>")
-    programs = [run_file(tree, imports, classes, module_classes, here)] if source is None or any(
+    programs = [run_file(tree, imports, classes, module_classes, here, source)] if source is None or any(
         w in source for w in WORDS) else []
     programs += runs_for(imports, WORDS)
     sinks = [s for p in programs for s in p.sinks
