@@ -36,6 +36,8 @@ from .flow import CONTAINER_MUTATORS, Store, Walker, function_grad_mode, target_
 from .graph_tensors import ARG, GRAPH, LEAF, MODULE, NOTHING, Evaluator, Value, join
 from .helper_objects import copies_itself, file_classes
 from .scopes import _explicit_enable, self_name
+from .sinks import COPIER_NAMES as _COPIER_NAMES, COPIERS as _COPIERS, LOADERS as _LOADERS, QUEUES as _QUEUES
+from .sinks import SPAWNERS as _SPAWNERS, TENSOR_DATASETS as _TENSOR_DATASETS, is_mp as _mp, with_workers
 
 BUDGET = 12  # function runs from one root (the module's code, or one function)
 MAX_DEPTH = 4
@@ -53,22 +55,9 @@ Types = frozenset
 EMPTY: frozenset = frozenset()
 QUEUE = ("queue",)
 
-_COPIERS = {"copy.deepcopy": "copy.deepcopy", "torch.optim.swa_utils.AveragedModel": "AveragedModel"}
-_COPIER_NAMES = ("AveragedModel", "ModelEma", "ModelEmaV2", "ModelEmaV3")
-_LOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
-_TENSOR_DATASETS = {"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"}
-_MP_ROOTS = ("torch.multiprocessing", "multiprocessing")
-_QUEUES = ("Queue", "SimpleQueue", "JoinableQueue")
 _PROCESSES = ("Process",)
-_SPAWNERS = {"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes",
-             "torch.multiprocessing.spawn.spawn", "torch.multiprocessing.spawn.start_processes"}
 _HOOKS = ("register_forward_hook", "register_full_backward_hook", "register_backward_hook",
           "register_forward_pre_hook")
-
-
-def _mp(qual: str | None, names: tuple[str, ...]) -> bool:
-    return qual is not None and any(qual == f"{root}.{n}" or qual == f"{root}.context.{n}"
-                                    for root in _MP_ROOTS for n in names)
 
 
 def flatten(types) -> frozenset:
@@ -582,11 +571,9 @@ class Frame(Evaluator):
             self.grad = saved
 
     def _loader(self, node: ast.Call) -> Value:
-        from .rules.process_boundary import _workers
-
         ds = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "dataset"), None)
         result = super().eval_Call(node)
-        if ds is not None and _workers(node):
+        if ds is not None and with_workers(node):
             kept = self.program.reach(self.types_of(ds))
             if kept:
                 self.program.sinks.append(Sink("loader", node, f"DataLoader({ast.unparse(ds)}, ...)", kept,

@@ -125,7 +125,7 @@ def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
                 continue
             copied_sites.add((node.lineno, node.col_offset))
         else:
-            out += _stores(sink, here, taken, stores, program.current.name, classes)
+            _stores(sink, here, taken, stores, program.current.name, classes)
             continue
         if sink.kind in ("queue", "process"):
             out.append(_sent(sink))
@@ -151,7 +151,7 @@ def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
     return out + list(stores.values()), judged
 
 
-def _stores(sink: Sink, here: str, taken: set, stores: dict, module: str, classes: dict) -> list:
+def _stores(sink: Sink, here: str, taken: set, stores: dict, module: str, classes: dict) -> None:
     """Put the stores of this file that ``sink`` copies into ``stores`` (once each)."""
     for kept in sink.kept:
         if kept.path != here or kept.code == "GLF301":
@@ -160,7 +160,6 @@ def _stores(sink: Sink, here: str, taken: set, stores: dict, module: str, classe
         if key in taken or key in stores:
             continue
         stores[key] = _store(kept, sink, here, module, classes)
-    return []
 
 
 def _local_class(atom: tuple, here: str, classes: dict) -> str | None:

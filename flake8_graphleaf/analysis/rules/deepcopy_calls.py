@@ -15,6 +15,7 @@ from ..flow import Walker, function_grad_mode
 from ..graph_tensors import ARG, GRAPH, MODULE, NOTHING, Evaluator, Value, looks_like_module_name, short
 from ..imports import ImportMap
 from ..modules import ClassInfo
+from ..sinks import COPIER_NAMES, COPIERS
 from ..stmtwalk import lines_matching, own_nodes, scopes_at, statements, tree_statements
 from ..scopes import ClassRunner, is_forward_root, self_name
 from . import argument_only, finding, origin_text
@@ -25,8 +26,6 @@ RULES = {
 }
 
 WORDS = ("deepcopy", "AveragedModel", "ModelEma")
-COPIERS = {"copy.deepcopy": "copy.deepcopy", "torch.optim.swa_utils.AveragedModel": "AveragedModel"}
-COPIER_NAMES = ("AveragedModel", "ModelEma", "ModelEmaV2", "ModelEmaV3")
 BREAKING = frozenset({"GLF001", "GLF002", "GLF003", "GLF004", "GLF005", "GLF101", "GLF102", "GLF103"})
 
 EXAMPLES = [

@@ -25,6 +25,8 @@ from ..findings import Finding
 from ..flow import Walker, function_grad_mode
 from ..graph_tensors import GRAPH, LEAF, MODULE, NONE, NOTHING, Evaluator, Value, join, looks_like_module_name, short
 from ..imports import ImportMap
+from ..sinks import LOADERS as _LOADERS, QUEUES as _QUEUES, SPAWNERS as _SPAWNERS, TENSOR_DATASETS as _TENSOR_DATASETS
+from ..sinks import is_mp as _mp, keyword as _kw, with_workers as _workers
 from ..stmtwalk import tree_statements
 from . import finding, origin_text
 
@@ -79,34 +81,7 @@ def produce(model, batch, q):
     ),
 ]
 
-_LOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
-_TENSOR_DATASETS = {"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"}
-_MP_ROOTS = ("torch.multiprocessing", "multiprocessing")
-_QUEUES = ("Queue", "SimpleQueue", "JoinableQueue")
-_SPAWNERS = {"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes",
-             "torch.multiprocessing.spawn.spawn", "torch.multiprocessing.spawn.start_processes"}
 _QUEUE, _CTX = "<mp queue>", "<mp context:"
-
-
-def _mp(qual: str | None, names: tuple[str, ...]) -> bool:
-    return qual is not None and any(qual == f"{root}.{n}" or qual == f"{root}.context.{n}"
-                                    for root in _MP_ROOTS for n in names)
-
-
-def _kw(node: ast.Call, name: str) -> ast.AST | None:
-    return next((k.value for k in node.keywords if k.arg == name), None)
-
-
-def _workers(node: ast.Call) -> bool:
-    """True when num_workers is a literal > 0, or not a literal."""
-    v = _kw(node, "num_workers")
-    if v is None:
-        v = node.args[3] if len(node.args) > 3 and not any(isinstance(a, ast.Starred) for a in node.args[:4]) else None
-    if v is None:
-        return False
-    if isinstance(v, ast.Constant):
-        return isinstance(v.value, int) and not isinstance(v.value, bool) and v.value > 0
-    return True
 
 
 def _never_detaches(cls: ast.ClassDef) -> bool:

@@ -1,0 +1,38 @@
+"""The calls that copy an object or send it to another process, by torch's and Python's names:
+one list for the copy rules (rules/deepcopy_calls.py), the process-boundary rule
+(rules/process_boundary.py) and the copy graph (heap.py)."""
+
+from __future__ import annotations
+
+import ast
+
+COPIERS = {"copy.deepcopy": "copy.deepcopy", "torch.optim.swa_utils.AveragedModel": "AveragedModel"}
+COPIER_NAMES = ("AveragedModel", "ModelEma", "ModelEmaV2", "ModelEmaV3")  # timm's EMA wrappers, by name
+LOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
+TENSOR_DATASETS = {"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"}
+MP_ROOTS = ("torch.multiprocessing", "multiprocessing")
+QUEUES = ("Queue", "SimpleQueue", "JoinableQueue")
+SPAWNERS = {"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes",
+            "torch.multiprocessing.spawn.spawn", "torch.multiprocessing.spawn.start_processes"}
+
+
+def is_mp(qual: str | None, names: tuple[str, ...]) -> bool:
+    """Is ``qual`` one of ``names`` of ``multiprocessing`` / ``torch.multiprocessing``?"""
+    return qual is not None and any(qual == f"{root}.{n}" or qual == f"{root}.context.{n}"
+                                    for root in MP_ROOTS for n in names)
+
+
+def keyword(node: ast.Call, name: str) -> ast.AST | None:
+    return next((k.value for k in node.keywords if k.arg == name), None)
+
+
+def with_workers(node: ast.Call) -> bool:
+    """A ``DataLoader(...)`` call whose num_workers is a literal > 0, or not a literal."""
+    v = keyword(node, "num_workers")
+    if v is None:
+        v = node.args[3] if len(node.args) > 3 and not any(isinstance(a, ast.Starred) for a in node.args[:4]) else None
+    if v is None:
+        return False
+    if isinstance(v, ast.Constant):
+        return isinstance(v.value, int) and not isinstance(v.value, bool) and v.value > 0
+    return True
