@@ -1,4 +1,4 @@
-"""The copy graph (analysis/heap.py, rules/copy_graph.py) as users run it: ``graphleaf check`` and
+"""The copy graph (analysis/evaluator/heap.py, rules/copy_graph.py) as users run it: ``graphleaf check`` and
 flake8 on the incident scripts (fixtures/incidents/) and on the multi-file copy-graph project
 (fixtures/projects/copygraph/), which tests/test_explain_run.py and tests/test_copygraph_fixtures.py
 run with torch (each broken one raises at its copy or boundary, each clean twin runs)."""

@@ -119,6 +119,62 @@ def test_imports_only_go_down() -> None:
     assert not wrong, "imports that go up or sideways:\n" + "\n".join(wrong)
 
 
+# Inside analysis/, the steps a finding goes through, bottom to top; a step imports only the steps
+# below it and the shared vocabulary (values, findings, witness, noqa), which imports no step.
+ANALYSIS_STEPS = ["facts", "program", "evaluator", "rules", "file_analysis"]
+ANALYSIS_SHARED = {"values", "findings", "witness", "noqa"}
+
+
+def analysis_step(module: str) -> str | None:
+    parts = module.split(".")
+    if len(parts) < 3 or parts[1] != "analysis":
+        return None
+    return parts[2]
+
+
+def wrong_analysis_imports(root: Path) -> list[str]:
+    wrong = []
+    for path in modules(root):
+        src = analysis_step(module_name(path, root))
+        if src is None:
+            continue
+        for line, target in package_imports(path, root):
+            dst = analysis_step(target)
+            if dst is None or dst == src or dst in ANALYSIS_SHARED:
+                continue
+            ok = (src in ANALYSIS_STEPS and dst in ANALYSIS_STEPS
+                  and ANALYSIS_STEPS.index(dst) < ANALYSIS_STEPS.index(src))
+            if not ok:
+                wrong.append(f"{path.relative_to(root.parent)}:{line}: analysis/{src} imports {target}")
+    return wrong
+
+
+def test_every_analysis_module_is_in_a_step() -> None:
+    for path in modules():
+        step = analysis_step(module_name(path))
+        if step is not None:
+            assert step in ANALYSIS_STEPS or step in ANALYSIS_SHARED, (
+                f"{path}: put it in one of analysis/{', analysis/'.join(ANALYSIS_STEPS[:-1])}")
+
+
+def test_analysis_imports_only_go_down_its_steps() -> None:
+    wrong = wrong_analysis_imports(PACKAGE)
+    assert not wrong, "analysis imports that go up or sideways:\n" + "\n".join(wrong)
+
+
+def test_the_steps_test_catches_an_upward_import(tmp_path) -> None:
+    pkg = tmp_path / "flake8_graphleaf"
+    for sub in ("analysis/facts", "analysis/evaluator"):
+        (pkg / sub).mkdir(parents=True)
+        (pkg / sub / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "analysis" / "__init__.py").write_text("")
+    (pkg / "analysis" / "evaluator" / "graph.py").write_text("X = 1\n")
+    (pkg / "analysis" / "facts" / "table.py").write_text("def f():\n    from ..evaluator.graph import X\n")
+    assert wrong_analysis_imports(pkg) == [
+        "flake8_graphleaf/analysis/facts/table.py:2: analysis/facts imports flake8_graphleaf.analysis.evaluator.graph"]
+
+
 def test_no_import_cycles_between_modules() -> None:
     names = {module_name(p): p for p in modules()}
     graph: dict[str, set[str]] = {}

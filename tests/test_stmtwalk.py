@@ -7,7 +7,7 @@ import ast
 import textwrap
 
 from flake8_graphleaf.analysis import analyze_source
-from flake8_graphleaf.analysis.stmtwalk import _SHARED, Parents, parent_map, statements, walk_lines, word_lines
+from flake8_graphleaf.analysis.program.stmtwalk import _SHARED, Parents, parent_map, statements, walk_lines, word_lines
 
 TRICKY = textwrap.dedent(
     '''

@@ -1,4 +1,4 @@
-"""The torch semantics table (analysis/torch_facts/semantics.json) is torch's own answer: it is
+"""The torch semantics table (analysis/facts/semantics.json) is torch's own answer: it is
 regenerated against the installed torch and must not differ; and the analysis reads what it says."""
 
 import json
@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from flake8_graphleaf.analysis import torch_facts
+from flake8_graphleaf.analysis.facts import torch_facts
 
 TABLE = os.path.join(os.path.dirname(torch_facts.__file__), "semantics.json")
 
@@ -21,7 +21,7 @@ def test_the_table_is_what_the_installed_torch_does():
     generated = torch_probe.generate()
     diff = torch_probe.differences(stored, generated)
     assert not diff, (
-        f"analysis/torch_facts/semantics.json differs from torch {torch.__version__} in {len(diff)} entries "
+        f"analysis/facts/semantics.json differs from torch {torch.__version__} in {len(diff)} entries "
         "(regenerate: python -m flake8_graphleaf.runtime.torch_probe --write):\n" + "\n".join(diff[:40])
     )
     # and the file is byte-for-byte what --write produces
@@ -59,7 +59,7 @@ def test_facts_the_rules_rely_on():
 
 def test_the_linter_reads_no_hand_kept_list_of_what_carries_history():
     # the lists the table replaced are gone from the analysis
-    import flake8_graphleaf.analysis.torch_names as names
+    import flake8_graphleaf.analysis.facts.torch_names as names
 
     for gone in ("NON_DIFF_METHODS", "NON_DIFF_ATTRS", "NON_DIFF_TORCH", "NON_DIFF_QUALNAMES", "TENSOR_VIEW_ATTRS",
                  "SHAPE_ONLY_ARGS", "MODULE_API_LEAVES", "MODULE_API_MODULES", "MODULE_API_NONE"):

@@ -10,16 +10,16 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from .effects import function_effect
-from .forward_results import forward_items
-from .copysafe_state import drop_covered
+from .evaluator.effects import function_effect
+from .evaluator.forward_results import forward_items
+from .program.copysafe_state import drop_covered
 from .findings import Finding
-from .imports import ImportMap
-from .project_view import ParsedModule, ProjectView
-from .modules import collect_classes
+from .program.imports import ImportMap
+from .program.project_view import ParsedModule, ProjectView
+from .program.modules import collect_classes
 from .rules import ARGUMENT_ONLY
 from .rules import construction, copy_graph, deepcopy_calls, forward_stores, function_roots, hooks, legacy_norm, process_boundary, pruning
-from .scopes import ClassRunner
+from .evaluator.scopes import ClassRunner
 
 # A file that mentions none of these cannot have a finding.
 # "def forward": a class whose module base comes from another file of the project

@@ -12,7 +12,7 @@ GRAPH     computed, with grad on, from any of the above: carries a grad_fn
 ========  ==================================================================
 
 Kinds are ordered; a container or a join of paths takes the largest kind.  Pure data and small
-helpers on it; the semantics that produce values live in :mod:`.graph_tensors` and :mod:`.calls`.
+helpers on it; the semantics that produce values live in :mod:`.evaluator.graph_tensors` and :mod:`.evaluator.calls`.
 """
 
 from __future__ import annotations

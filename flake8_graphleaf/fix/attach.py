@@ -26,11 +26,11 @@ import os
 import re
 
 from ..analysis import Options, analyze_file
-from ..analysis.copysafe_state import on_self, stored_name
+from ..analysis.program.copysafe_state import on_self, stored_name
 from ..analysis.findings import SAFE, UNSAFE, Finding, Fix
-from ..analysis.imports import ImportMap
-from ..analysis.modules import ClassInfo
-from ..analysis.textpos import Text
+from ..analysis.program.imports import ImportMap
+from ..analysis.program.modules import ClassInfo
+from ..analysis.program.textpos import Text
 from .buffers import fix_buffer
 from .context import Context
 from .copysafe import ALL, BUFFERS, copysafe_edit, described
@@ -181,7 +181,7 @@ def _helper_here(f: Finding, ctx: Context) -> tuple[str, str] | None:
 def _helper_elsewhere(f: Finding, ctx: Context) -> None:
     """A helper class of another file: its file gets the fix (``graphleaf fix`` makes it there when
     that file is among the checked ones, see :mod:`.foreign`); the finding names where."""
-    from ..analysis.project_view import resolve
+    from ..analysis.program.project_view import resolve
 
     qual, name = f.data.get("helper_class") or "", _held_name(f)
     found = resolve(getattr(ctx.imports, "project", None), qual) if qual else None

@@ -8,9 +8,9 @@ import builtins
 import keyword
 
 from ..analysis.findings import Edit, Finding
-from ..analysis.imports import ImportMap
-from ..analysis.stmtwalk import parent_map
-from ..analysis.textpos import Text
+from ..analysis.program.imports import ImportMap
+from ..analysis.program.stmtwalk import parent_map
+from ..analysis.program.textpos import Text
 
 _SIMPLE = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
 DISPLAYS = (ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp, ast.GeneratorExp, ast.Starred)

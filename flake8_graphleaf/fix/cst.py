@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..analysis.findings import Edit
-from ..analysis.textpos import split_lines
+from ..analysis.program.textpos import split_lines
 
 
 class NoFix(Exception):

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from ..analysis import Options
 from ..analysis.findings import SAFE, Edit, Finding
 from ..analysis.noqa import is_silenced, noqa_map
-from ..analysis.textpos import split_lines
+from ..analysis.program.textpos import split_lines
 from .attach import analyze_with_fixes
 
 MAX_ROUNDS = 6

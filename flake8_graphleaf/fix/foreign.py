@@ -16,7 +16,7 @@ import os
 
 from ..analysis import Options, analyze_file
 from ..analysis.findings import Finding
-from ..analysis.textpos import Text
+from ..analysis.program.textpos import Text
 from .context import Context
 from .copysafe import copysafe_edit, described
 from .cst import NoFix
@@ -45,8 +45,8 @@ def fix_classes(source: str, filename: str, wanted: dict[str, list[str]], option
     classes, imports = result.classes, result.imports
     if imports is None or any(cls not in classes for cls in wanted):
         # a file the analysis skipped (no torch word in it): its classes are collected here
-        from ..analysis.imports import ImportMap
-        from ..analysis.modules import collect_classes
+        from ..analysis.program.imports import ImportMap
+        from ..analysis.program.modules import collect_classes
 
         imports = imports or ImportMap(result.tree, getattr(options, "module", None))
         classes = {**collect_classes(result.tree, imports), **classes}

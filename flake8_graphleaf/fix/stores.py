@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 
 from ..analysis.findings import SAFE, UNSAFE, Finding, Fix
-from ..analysis.flow import CONTAINER_MUTATORS
+from ..analysis.evaluator.flow import CONTAINER_MUTATORS
 from .context import (
     DISPLAYS,
     Context,

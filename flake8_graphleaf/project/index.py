@@ -1,7 +1,7 @@
 """The project index: one small summary per file of the checked project, and what follows
 from all of them together.
 
-Per file (:func:`flake8_graphleaf.analysis.summaries.summarize`, keyed by content hash, kept in
+Per file (:func:`flake8_graphleaf.analysis.program.summaries.summarize`, keyed by content hash, kept in
 memory and, with a cache, on disk): attributes read, dynamic attribute access, classes made part
 of another module, factories, grad mode of each instantiation.  Across files:
 
@@ -22,8 +22,8 @@ import os
 import warnings
 from dataclasses import dataclass
 
-from ..analysis.imports import ImportMap
-from ..analysis.summaries import VERSION, summarize
+from ..analysis.program.imports import ImportMap
+from ..analysis.program.summaries import VERSION, summarize
 from .cache import key as cache_key
 from .names import module_name_for
 

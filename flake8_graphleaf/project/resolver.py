@@ -1,6 +1,6 @@
 """Finding and parsing the other files of the program, for the analysis of one file.
 
-:class:`FileResolver` is the :class:`~flake8_graphleaf.analysis.project_view.ProjectView` that both
+:class:`FileResolver` is the :class:`~flake8_graphleaf.analysis.program.project_view.ProjectView` that both
 faces use (``graphleaf check`` and the flake8 plugin), so they give the same findings.  A dotted
 module name is looked up, without importing anything, under:
 
@@ -21,10 +21,10 @@ import re
 import sys
 import warnings
 
-from ..analysis.effects import function_effect
-from ..analysis.forward_results import forward_items
-from ..analysis.imports import ImportMap
-from ..analysis.project_view import ParsedModule, ProjectView, looked_up
+from ..analysis.evaluator.effects import function_effect
+from ..analysis.evaluator.forward_results import forward_items
+from ..analysis.program.imports import ImportMap
+from ..analysis.program.project_view import ParsedModule, ProjectView, looked_up
 from .index import ProjectIndex, python_files
 from .names import module_name_for
 

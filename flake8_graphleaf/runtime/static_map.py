@@ -17,7 +17,7 @@ from typing import Iterable
 
 from torch import nn
 
-from ..analysis.stmtwalk import parent_map
+from ..analysis.program.stmtwalk import parent_map
 from .findings import GraphTensor, Source
 from .walk import TORCH_DIR
 

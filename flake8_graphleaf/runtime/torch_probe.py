@@ -1,4 +1,4 @@
-"""Torch's semantics, from torch itself: the generator of ``analysis/torch_facts/semantics.json``.
+"""Torch's semantics, from torch itself: the generator of ``analysis/facts/semantics.json``.
 
 The analysis never imports torch.  What it knows of torch's callables -- does this return a
 tensor, does the result carry its inputs' autograd history (and whose), is it an integer or
@@ -42,7 +42,7 @@ import os
 import sys
 import warnings
 
-TABLE = os.path.join(os.path.dirname(os.path.dirname(__file__)), "analysis", "torch_facts", "semantics.json")
+TABLE = os.path.join(os.path.dirname(os.path.dirname(__file__)), "analysis", "facts", "semantics.json")
 
 # Namespaces probed as functions (their public callables).
 FUNCTION_NAMESPACES = ("torch", "torch.nn.functional", "torch.linalg", "torch.fft", "torch.special", "torch.nn.init")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 
 from ..findings import Finding
-from ..flow import overwritten_later, resets_of
+from ..evaluator.flow import overwritten_later, resets_of
 
 
 def finding(code: str, node: ast.AST, message: str, **extra) -> Finding:

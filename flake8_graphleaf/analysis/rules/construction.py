@@ -8,11 +8,12 @@ import re
 
 from .. import witness
 from ..findings import Finding
-from ..flow import Store, Walker, function_grad_mode
-from ..graph_tensors import GRAPH, MODULE, NOTHING, Evaluator, Value, looks_like_module_name, looks_like_parameter
-from ..imports import ImportMap
-from ..scopes import ClassRunner, self_name
-from ..stmtwalk import lines_matching
+from ..evaluator.flow import Store, Walker
+from ..program.grad_mode import function_grad_mode
+from ..evaluator.graph_tensors import GRAPH, MODULE, NOTHING, Evaluator, Value, looks_like_module_name, looks_like_parameter
+from ..program.imports import ImportMap
+from ..evaluator.scopes import ClassRunner, self_name
+from ..program.stmtwalk import lines_matching
 from . import drop_overwritten, finding, origin_text
 
 RULES = {"GLF005": "non-leaf tensor stored on a module at construction"}

@@ -24,7 +24,7 @@ import os
 
 from .. import witness
 from ..findings import Finding
-from ..heap import Kept, Sink, run_file, runs_for
+from ..evaluator.heap import Kept, Sink, run_file, runs_for
 from ..values import short
 from . import finding, origin_text
 

@@ -11,13 +11,14 @@ import re
 
 from .. import witness
 from ..findings import Finding
-from ..flow import Walker, function_grad_mode
-from ..graph_tensors import ARG, GRAPH, MODULE, NOTHING, Evaluator, Value, looks_like_module_name, short
-from ..imports import ImportMap
-from ..modules import ClassInfo
-from ..sinks import COPIER_NAMES, COPIERS
-from ..stmtwalk import lines_matching, own_nodes, scopes_at, statements, tree_statements
-from ..scopes import ClassRunner, is_forward_root, self_name
+from ..evaluator.flow import Walker
+from ..program.grad_mode import function_grad_mode
+from ..evaluator.graph_tensors import ARG, GRAPH, MODULE, NOTHING, Evaluator, Value, looks_like_module_name, short
+from ..program.imports import ImportMap
+from ..program.modules import ClassInfo
+from ..facts.sinks import COPIER_NAMES, COPIERS
+from ..program.stmtwalk import lines_matching, own_nodes, scopes_at, statements, tree_statements
+from ..evaluator.scopes import ClassRunner, is_forward_root, self_name
 from . import argument_only, finding, origin_text
 
 RULES = {
@@ -307,8 +308,8 @@ def _call_assignments(body: ast.AST) -> dict[str, list[ast.Assign]]:
 def _remote_broken(imports, qual: str | None):
     """(class name, (how, the finding that breaks the copy), its file) for a class of another
     file of the program whose own analysis finds what makes a copy fail, else None."""
-    from ..helper_objects import file_classes
-    from ..project_view import resolve_from
+    from ..program.helper_objects import file_classes
+    from ..program.project_view import resolve_from
 
     findings_of = getattr(imports, "findings_of", None)
     project = getattr(imports, "project", None)

@@ -7,11 +7,11 @@ import ast
 import re
 
 from ..findings import Finding
-from ..flow import Store
-from ..graph_tensors import ARG, GRAPH, LEAF, MODULE
-from ..summaries import is_layer, made_only_without_grad
-from ..helper_objects import file_classes
-from ..scopes import SUBMODULE_CALL, ClassRunner, self_name
+from ..evaluator.flow import Store
+from ..evaluator.graph_tensors import ARG, GRAPH, LEAF, MODULE
+from ..program.summaries import is_layer, made_only_without_grad
+from ..program.helper_objects import file_classes
+from ..evaluator.scopes import SUBMODULE_CALL, ClassRunner, self_name
 from .. import witness
 from . import ARGUMENT_ONLY, argument_only, drop_overwritten, finding, origin_text
 

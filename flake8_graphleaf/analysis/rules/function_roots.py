@@ -21,10 +21,11 @@ from bisect import bisect_left
 
 from .. import witness
 from ..findings import Finding
-from ..flow import Store, Walker, function_grad_mode
-from ..graph_tensors import GRAPH, MODULE, NOTHING, Evaluator, Value, looks_like_parameter
-from ..imports import ImportMap
-from ..stmtwalk import lines_matching, statements, tree_statements, walk_lines
+from ..evaluator.flow import Store, Walker
+from ..program.grad_mode import function_grad_mode
+from ..evaluator.graph_tensors import GRAPH, MODULE, NOTHING, Evaluator, Value, looks_like_parameter
+from ..program.imports import ImportMap
+from ..program.stmtwalk import lines_matching, statements, tree_statements, walk_lines
 from . import drop_overwritten, finding, origin_text
 
 RULES: dict[str, str] = {}  # it reports GLF001 / GLF002 (forward_stores.RULES)
@@ -87,7 +88,7 @@ def _stores_on_parameters(func) -> set[str]:
 
 
 def _annotated_module(ann: ast.AST | None, imports: ImportMap, module_classes: set[str]) -> bool:
-    from ..project_view import MODULE_CLASS, class_kind
+    from ..program.project_view import MODULE_CLASS, class_kind
 
     if ann is None:
         return False
@@ -105,7 +106,7 @@ def _annotated_module(ann: ast.AST | None, imports: ImportMap, module_classes: s
 def _passed_modules(func, imports: ImportMap, module_classes: set[str], tree: ast.Module,
                     source: str | None = None) -> set[str]:
     """Parameters every call of ``func`` in this file passes a module to (at least one call)."""
-    from ..project_view import MODULE_CLASS, class_kind
+    from ..program.project_view import MODULE_CLASS, class_kind
 
     params = [a.arg for a in func.args.posonlyargs + func.args.args]
     seen: dict[str, list[bool]] = {}

@@ -14,11 +14,12 @@ import ast
 
 from .. import witness
 from ..findings import Finding
-from ..flow import Store, Walker, function_grad_mode
-from ..graph_tensors import ARG, GRAPH, MODULE, Evaluator, Value
-from ..imports import ImportMap
-from ..modules import ClassInfo
-from ..stmtwalk import Parents, parent_map, walk_lines, word_lines
+from ..evaluator.flow import Store, Walker
+from ..program.grad_mode import function_grad_mode
+from ..evaluator.graph_tensors import ARG, GRAPH, MODULE, Evaluator, Value
+from ..program.imports import ImportMap
+from ..program.modules import ClassInfo
+from ..program.stmtwalk import Parents, parent_map, walk_lines, word_lines
 from . import finding, origin_text
 
 RULES = {"GLF003": "forward hook stores a graph tensor where deepcopy of the model reaches it"}

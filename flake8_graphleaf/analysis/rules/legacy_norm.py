@@ -13,9 +13,9 @@ import ast
 
 from .. import witness
 from ..findings import Finding
-from ..imports import ImportMap
-from ..modules import ClassInfo
-from ..stmtwalk import Parents, parent_map, walk_lines, word_lines
+from ..program.imports import ImportMap
+from ..program.modules import ClassInfo
+from ..program.stmtwalk import Parents, parent_map, walk_lines, word_lines
 from . import finding
 
 RULES = {

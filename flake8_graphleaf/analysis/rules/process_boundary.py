@@ -22,12 +22,13 @@ import ast
 
 from .. import witness
 from ..findings import Finding
-from ..flow import Walker, function_grad_mode
-from ..graph_tensors import GRAPH, LEAF, MODULE, NONE, NOTHING, Evaluator, Value, join, looks_like_module_name, short
-from ..imports import ImportMap
-from ..sinks import LOADERS as _LOADERS, QUEUES as _QUEUES, SPAWNERS as _SPAWNERS, TENSOR_DATASETS as _TENSOR_DATASETS
-from ..sinks import is_mp as _mp, keyword as _kw, with_workers as _workers
-from ..stmtwalk import tree_statements
+from ..evaluator.flow import Walker
+from ..program.grad_mode import function_grad_mode
+from ..evaluator.graph_tensors import GRAPH, LEAF, MODULE, NONE, NOTHING, Evaluator, Value, join, looks_like_module_name, short
+from ..program.imports import ImportMap
+from ..facts.sinks import LOADERS as _LOADERS, QUEUES as _QUEUES, SPAWNERS as _SPAWNERS, TENSOR_DATASETS as _TENSOR_DATASETS
+from ..facts.sinks import is_mp as _mp, keyword as _kw, with_workers as _workers
+from ..program.stmtwalk import tree_statements
 from . import finding, origin_text
 
 RULES = {"GLF301": "a tensor on the autograd graph (or requiring grad) sent to another process (DataLoader workers, "

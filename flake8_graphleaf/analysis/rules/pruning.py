@@ -13,8 +13,8 @@ from __future__ import annotations
 import ast
 
 from ..findings import Finding
-from ..imports import ImportMap
-from ..stmtwalk import own_nodes, scopes_with_classes
+from ..program.imports import ImportMap
+from ..program.stmtwalk import own_nodes, scopes_with_classes
 from .. import witness
 from . import finding
 

@@ -1,7 +1,7 @@
 """What calling a function of the program gives, for autograd.
 
 :func:`function_effect` runs a top-level function's body (this file's or another's, found through
-:mod:`.project_view`) with each parameter in turn as a graph tensor: ``make_pad_mask(lengths)``
+:mod:`..program.project_view`) with each parameter in turn as a graph tensor: ``make_pad_mask(lengths)``
 never returns history, ``to_device(m, x)`` returns only ``x``'s, ``th_accuracy(...)`` returns a
 float, a function that calls a module always returns history.  Results are memoised on the
 defining file.  The evaluator reaches this module through ``ImportMap.effect_of`` (installed by
@@ -13,9 +13,10 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from .flow import Walker, function_grad_mode
+from .flow import Walker
+from ..program.grad_mode import function_grad_mode
 from .graph_tensors import ARG, GRAPH, LEAF, NOTHING, Evaluator, Value
-from .project_view import Definition
+from ..program.project_view import Definition
 
 
 @dataclass(frozen=True)

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import ast
 
-from .flow import function_grad_mode, grad_mode_of
+from .grad_mode import function_grad_mode, grad_mode_of
 from .imports import ImportMap
-from .torch_names import is_torch_name
+from ..facts.torch_names import is_torch_name
 
 VERSION = 4
 

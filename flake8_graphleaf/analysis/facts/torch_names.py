@@ -1,7 +1,7 @@
 """What names mean where torch's table (:mod:`.torch_facts`) has nothing to say: builtins,
 Python's containers, the naming conventions of parameters, submodules and non-tensor arguments,
-and the sizes layers keep.  Tables and small predicates only; :mod:`.graph_tensors` and
-:mod:`.calls` use them.
+and the sizes layers keep.  Tables and small predicates only; :mod:`..evaluator.graph_tensors` and
+:mod:`..evaluator.calls` use them.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import ast
 import functools
 import re
 
-from .values import ARG, NOTHING, Value
+from ..values import ARG, NOTHING, Value
 
 # What torch's own callables do comes from the generated table (:mod:`.torch_facts`); what is
 # here is Python's, the program's naming conventions, and the sizes layers keep.

@@ -3,10 +3,10 @@
 A value *may carry a grad_fn* when it is computed, with grad mode on, from a
 submodule call, from a parameter, from a ``forward`` argument, or from torch
 operations on any of those.  Every rule asks :class:`Evaluator` about an
-expression and gets back a :class:`~.values.Value` of the lattice in :mod:`.values`
+expression and gets back a :class:`~..values.Value` of the lattice in :mod:`..values`
 (NONE < MODULE < LEAF < ARG < GRAPH).
 
-The pieces: :mod:`.values` (the lattice), :mod:`.torch_names` (what torch, tensor and module
+The pieces: :mod:`..values` (the lattice), :mod:`..facts.torch_names` (what torch, tensor and module
 names mean), :mod:`.calls` (the semantics of calls, a mixin of :class:`Evaluator`), and this
 module (the evaluator of expressions and the class facts it reads).  Rules import from here only.
 """
@@ -17,11 +17,12 @@ import ast
 from typing import Callable
 
 from .calls import CallSemantics
-from .imports import ImportMap
-from . import torch_facts
-from .flags import test_value
-from .torch_names import is_size_name, argument_value, looks_like_module_name, looks_like_parameter
-from .values import ARG, GRAPH, LEAF, MODULE, NONE, NOTHING, Value, join, join_tuples, name_constant, short
+from ..program.imports import ImportMap
+from ..program.modules import ClassFacts
+from ..facts import torch_facts
+from ..program.flags import test_value
+from ..facts.torch_names import is_size_name, argument_value, looks_like_module_name, looks_like_parameter
+from ..values import ARG, GRAPH, LEAF, MODULE, NONE, NOTHING, Value, join, join_tuples, name_constant, short
 
 __all__ = [
     "ARG", "GRAPH", "LEAF", "MODULE", "NONE", "NOTHING", "ClassFacts", "Evaluator", "Value", "argument_value",
@@ -32,39 +33,6 @@ __all__ = [
 _SCALAR_TYPES = frozenset("str int float bool bytes complex".split())
 _PARAMETER_QUALS = ("torch.nn.Parameter", "torch.nn.parameter.Parameter")
 _TENSOR_QUALS = ("torch.Tensor", *_PARAMETER_QUALS)
-
-
-class ClassFacts:
-    """What a rule needs to know about the class a method belongs to."""
-
-    def __init__(self) -> None:
-        self.name = ""
-        self.is_module = False
-        self.params: set[str] = set()
-        self.buffers: set[str] = set()
-        self.submodules: set[str] = set()
-        self.functional: set[str] = set()  # attributes holding plain callables
-        self.plain: set[str] = set()  # attributes assigned other known non-tensor values
-        self.methods: dict[str, ast.FunctionDef] = {}
-        self.submodule_classes: dict[str, tuple[str, int]] = {}  # attr -> (class name, line)
-        self.submodule_ctors: dict[str, str] = {}  # attr -> torch.nn class it was built from
-        self.assigned: set[str] = set()  # every self.X this class assigns somewhere
-        self.bases: list[str] = []  # qualified names of the ancestors defined in other files (through this file's bases too)
-        # attr -> qualified names of the program's non-module classes whose objects it may hold
-        # (``self.action_dist = make_proba_distribution(...)``): helper state objects, which
-        # deepcopy of the module copies with it
-        self.helpers: dict[str, tuple[str, ...]] = {}
-        # attr -> qualified names of the program's module classes it holds (its forward's
-        # results, element by element: forward_results)
-        self.submodule_quals: dict[str, tuple[str, ...]] = {}
-        self.injected: set[str] = set()  # attributes set in __init__ from an argument (self.model = model)
-        self.given_models: set[str] = set()  # those of them that hold models (given_models)
-        # attr -> the self attributes a wrapper built in __init__ was given, set by a base in
-        # another file (helper_objects.settle_given settles them)
-        self.wraps: dict[str, set[str]] = {}
-        self.given_settled = False
-        # attr -> the literal it holds whenever training runs forward (flags.settled), once settled
-        self.flags = None  # a flags.Settled
 
 
 # A call back for ``self.method(...)``: given the method name, the argument values and

@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .graph_tensors import ARG, GRAPH, LEAF, MODULE, NOTHING, Evaluator, Value, join, join_tuples, short
-from . import torch_facts
-from .stmtwalk import statements
-from .torch_names import is_torch_name
+from ..facts import torch_facts
+from ..program.grad_mode import function_grad_mode, grad_mode_of
+from ..program.stmtwalk import statements
+from ..facts.torch_names import is_torch_name
 
 # Methods that put a value into the container they are called on (Python's, and a set's add).
 CONTAINER_MUTATORS = frozenset(
@@ -39,41 +40,6 @@ class Store:
     method: str = ""  # for container stores: append, extend, __setitem__ ...
     name_node: ast.AST | None = None  # setattr / register_buffer: the name argument
     stmt: ast.AST | None = None  # the statement that stores (its code is the witness's last step)
-
-
-def grad_mode_of(call: ast.AST, imports, current: bool) -> bool:
-    """Grad mode inside ``with <call>:`` or under a decorator ``@<call>``."""
-    func = call.func if isinstance(call, ast.Call) else call
-    qual = imports.qualname(func) or ""
-    name = qual.rsplit(".", 1)[-1]
-    if not is_torch_name(qual):
-        return current
-    args = call.args if isinstance(call, ast.Call) else []
-    first = args[0] if args else None
-    if isinstance(call, ast.Call):
-        for k in call.keywords:
-            if k.arg in ("mode", "enabled"):
-                first = k.value
-    literal = first.value if isinstance(first, ast.Constant) else None
-    if name == "no_grad":
-        return False
-    if name == "inference_mode":
-        return True if (first is not None and literal is False) else (current if (first is not None and literal is None) else False)
-    if name == "enable_grad":
-        return True
-    if name == "set_grad_enabled":
-        if literal is False:
-            return False
-        if literal is True:
-            return True
-    return current
-
-
-def function_grad_mode(func: ast.FunctionDef, imports) -> bool:
-    grad = True
-    for dec in func.decorator_list:
-        grad = grad_mode_of(dec, imports, grad)
-    return grad
 
 
 def through_untracked(node: ast.AST) -> bool:

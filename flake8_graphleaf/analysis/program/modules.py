@@ -5,12 +5,12 @@ from __future__ import annotations
 import ast
 
 from .given_models import given_in_init
-from .graph_tensors import ClassFacts, looks_like_module_name
+from ..facts.torch_names import looks_like_module_name
 from .imports import ImportMap
 from .project_view import FOREIGN_FRAMEWORK, MODULE_CLASS, NON_TORCH_FRAMEWORKS, OTHER_CLASS, class_kind, resolve
 from .summaries import factories_of
 from .stmtwalk import statements, tree_statements
-from .torch_names import is_torch_name
+from ..facts.torch_names import is_torch_name
 
 # Bases of other libraries that are nn.Module subclasses (matched on the last name).
 DEFAULT_MODULE_BASES = frozenset(
@@ -27,6 +27,40 @@ _STDLIB = frozenset(
 )
 _STDLIB_CLASSES = frozenset("OrderedDict defaultdict deque Counter ChainMap SimpleNamespace Lock RLock Event".split())
 _AUTOGRAD_FUNCTION = ("torch.autograd.Function", "torch.autograd.function.Function")
+
+
+
+class ClassFacts:
+    """What a rule needs to know about the class a method belongs to."""
+
+    def __init__(self) -> None:
+        self.name = ""
+        self.is_module = False
+        self.params: set[str] = set()
+        self.buffers: set[str] = set()
+        self.submodules: set[str] = set()
+        self.functional: set[str] = set()  # attributes holding plain callables
+        self.plain: set[str] = set()  # attributes assigned other known non-tensor values
+        self.methods: dict[str, ast.FunctionDef] = {}
+        self.submodule_classes: dict[str, tuple[str, int]] = {}  # attr -> (class name, line)
+        self.submodule_ctors: dict[str, str] = {}  # attr -> torch.nn class it was built from
+        self.assigned: set[str] = set()  # every self.X this class assigns somewhere
+        self.bases: list[str] = []  # qualified names of the ancestors defined in other files (through this file's bases too)
+        # attr -> qualified names of the program's non-module classes whose objects it may hold
+        # (``self.action_dist = make_proba_distribution(...)``): helper state objects, which
+        # deepcopy of the module copies with it
+        self.helpers: dict[str, tuple[str, ...]] = {}
+        # attr -> qualified names of the program's module classes it holds (its forward's
+        # results, element by element: forward_results)
+        self.submodule_quals: dict[str, tuple[str, ...]] = {}
+        self.injected: set[str] = set()  # attributes set in __init__ from an argument (self.model = model)
+        self.given_models: set[str] = set()  # those of them that hold models (given_models)
+        # attr -> the self attributes a wrapper built in __init__ was given, set by a base in
+        # another file (helper_objects.settle_given settles them)
+        self.wraps: dict[str, set[str]] = {}
+        self.given_settled = False
+        # attr -> the literal it holds whenever training runs forward (flags.settled), once settled
+        self.flags = None  # a flags.Settled
 
 
 class ClassInfo:

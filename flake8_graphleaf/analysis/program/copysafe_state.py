@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 import re
 
-from .findings import Finding
+from ..findings import Finding
 
 # The rules whose finding is about a value held in the instance ``__dict__``.
 COVERABLE = ("GLF001", "GLF002", "GLF003", "GLF010")

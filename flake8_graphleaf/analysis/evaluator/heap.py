@@ -32,12 +32,13 @@ import ast
 import os
 from dataclasses import dataclass, field
 
-from .flow import CONTAINER_MUTATORS, Store, Walker, function_grad_mode, target_root
+from .flow import CONTAINER_MUTATORS, Store, Walker, target_root
+from ..program.grad_mode import function_grad_mode
 from .graph_tensors import ARG, GRAPH, LEAF, MODULE, NOTHING, Evaluator, Value, join
-from .helper_objects import copies_itself, file_classes
+from ..program.helper_objects import copies_itself, file_classes
 from .scopes import _explicit_enable, self_name
-from .sinks import COPIER_NAMES as _COPIER_NAMES, COPIERS as _COPIERS, LOADERS as _LOADERS, QUEUES as _QUEUES
-from .sinks import SPAWNERS as _SPAWNERS, TENSOR_DATASETS as _TENSOR_DATASETS, is_mp as _mp, with_workers
+from ..facts.sinks import COPIER_NAMES as _COPIER_NAMES, COPIERS as _COPIERS, LOADERS as _LOADERS, QUEUES as _QUEUES
+from ..facts.sinks import SPAWNERS as _SPAWNERS, TENSOR_DATASETS as _TENSOR_DATASETS, is_mp as _mp, with_workers
 
 BUDGET = 12  # function runs from one root (the module's code, or one function)
 MAX_DEPTH = 4
@@ -149,7 +150,7 @@ class Program:
 
     def definition(self, ctx: FileContext, func: ast.AST):
         """(FileContext, class or function node) of what ``func`` names in the program, or None."""
-        from .project_view import resolve_from
+        from ..program.project_view import resolve_from
 
         if isinstance(func, ast.Name) and func.id in ctx.defs:
             return ctx, ctx.defs[func.id]

@@ -10,7 +10,7 @@ files), and the questions below are answered from the parsed definitions it retu
   of another framework (chainer, keras ...), or something else;
 - :func:`defines_method`: does a class (through its bases, across files) define a method;
 
-What a function's result carries is :mod:`.effects`' business.
+What a function's result carries is :mod:`..evaluator.effects`' business.
 
 Everything is memoised on the view, so each definition is judged once per process.
 """

@@ -8,13 +8,14 @@ import ast
 import re
 from typing import Callable
 
-from .findings import Finding
-from .flow import Store, Walker, function_grad_mode
+from ..findings import Finding
+from .flow import Store, Walker
+from ..program.grad_mode import function_grad_mode
 from .graph_tensors import ARG, GRAPH, MODULE, NOTHING, Evaluator, Value, argument_value, join, looks_like_module_name
-from .torch_names import non_tensor_annotation, tensor_annotation
-from .values import constant_name
-from .imports import ImportMap
-from .modules import ClassInfo
+from ..facts.torch_names import non_tensor_annotation, tensor_annotation
+from ..values import constant_name
+from ..program.imports import ImportMap
+from ..program.modules import ClassInfo
 
 StoreSink = Callable[[Store, ast.FunctionDef], None]
 
@@ -72,12 +73,12 @@ def self_name(func: ast.FunctionDef) -> str | None:
 class ClassRunner:
     def __init__(self, info: ClassInfo, imports: ImportMap, module_classes: set[str], calls: dict | None = None,
                  depth: int = 0):
-        from .helper_objects import settle_given
+        from ..program.helper_objects import settle_given
 
         settle_given(imports, info)
         if info.facts.flags is None:
-            from .flags import settled
-            from .helper_objects import program_class
+            from ..program.flags import settled
+            from ..program.helper_objects import program_class
 
             info.facts.flags = {}  # while settling (a base's run asks again)
             methods = list(info.facts.methods.values())
@@ -117,7 +118,7 @@ class ClassRunner:
         self.helper_findings, self._helper_memo = [], {}
         roots = forward_roots(self.info)
         if not roots and self.info.facts.methods and self.info.facts.bases:
-            from .helper_objects import inherited_forward
+            from ..program.helper_objects import inherited_forward
 
             func = inherited_forward(self.imports, self.info)
             if func is not None:
@@ -254,7 +255,7 @@ class ClassRunner:
         Returns what the call gives when the method's result depends only on its arguments and
         the object's settings (every attribute it reads is set only in ``__init__``), else None:
         the call is judged as before."""
-        from .helper_objects import helper_class, reads_runtime_state, returns_self
+        from ..program.helper_objects import helper_class, reads_runtime_state, returns_self
 
         if self.depth > 1:
             return None
@@ -293,7 +294,7 @@ class ClassRunner:
             classes = sorted({w[0] for w in where})
             lines = ", ".join(f"{c}.{m}() line {n}" for c, m, n in sorted({w[:3] for w in where}))
             held = classes[0] if len(classes) == 1 else "; ".join(classes[:-1]) + " or " + classes[-1]
-            from . import witness
+            from .. import witness
 
             proof = witness.make(
                 where[0][3], node, None, reached=f"{self.path() or 'forward'} -> self.{attr}.{meth}() ({lines})", grad=grad,

@@ -17,8 +17,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from .values import ARG, LEAF, NOTHING, Value
-from .helper_objects import program_class
+from ..values import ARG, LEAF, NOTHING, Value
+from ..program.helper_objects import program_class
 
 
 @dataclass(frozen=True)

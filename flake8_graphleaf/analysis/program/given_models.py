@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 
 from .stmtwalk import statements
-from .torch_names import looks_like_module_name
+from ..facts.torch_names import looks_like_module_name
 
 # Calls on a given container that give its models (or a copy of the container) back.
 _PASS_THROUGH = frozenset({"copy", "values", "items", "get"})

@@ -1,14 +1,14 @@
 """The semantics of calls, for :class:`.graph_tensors.Evaluator` (a mixin it inherits): torch
 functions, builtins, methods of tensors and modules, ``self.method(...)``, and classes and
-functions the program defines (through :mod:`.project_view` and ``ImportMap.effect_of``).
+functions the program defines (through :mod:`..program.project_view` and ``ImportMap.effect_of``).
 """
 
 from __future__ import annotations
 
 import ast
 
-from . import torch_facts
-from .torch_names import (
+from ..facts import torch_facts
+from ..facts.torch_names import (
     _METHOD_NAME_RE,
     torch_base_method,
     BUFFER_CTORS,
@@ -22,8 +22,8 @@ from .torch_names import (
     int_dtype,
     looks_like_parameter,
 )
-from .values import ARG, GRAPH, LEAF, MODULE, NOTHING, Value, _containers_only, _is_true, constant_names, join, short
-from .torch_names import STDLIB_NO_HISTORY, is_torch_name
+from ..values import ARG, GRAPH, LEAF, MODULE, NOTHING, Value, _containers_only, _is_true, constant_names, join, short
+from ..facts.torch_names import STDLIB_NO_HISTORY, is_torch_name
 
 
 class CallSemantics:
@@ -82,7 +82,7 @@ class CallSemantics:
         """A call of a class or function the program defines (this file or another): a module
         class builds a module, another class an object holding its arguments, a function gives
         what its body gives (:func:`project_view.function_effect`).  None: not known."""
-        from . import project_view as pv
+        from ..program import project_view as pv
 
         definition = None
         current = getattr(self.imports, "current", None)
@@ -161,7 +161,7 @@ class CallSemantics:
         return self.computed(NOTHING, everything).assumed(f"{qual}(...), which the torch table does not know")
 
     def apply_op(self, op, what: str, node: ast.Call, recv: Value | None, pos: list[Value], kw: dict[str, Value]) -> Value:
-        """What a call of a torch callable gives, from the table (:mod:`.torch_facts`): only the
+        """What a call of a torch callable gives, from the table (:mod:`..facts.torch_facts`): only the
         arguments whose history torch carries into the result count (``x.expand_as(y)``: x's)."""
         if op.makes_leaf == "keyword" and _is_true(node, "requires_grad"):
             return Value(LEAF, f"{what}(..., requires_grad=True)")
@@ -373,7 +373,7 @@ class CallSemantics:
             return Value(GRAPH, "self(...)") if self.grad else NOTHING
         # Unknown (inherited) attribute: a submodule or a helper method; judge by the args.
         if facts is not None and facts.is_module and not _METHOD_NAME_RE.match(meth):
-            from .project_view import defines_method
+            from ..program.project_view import defines_method
 
             if (not defines_method(self.imports.project, facts.bases, meth) and meth not in facts.injected
                     and not torch_base_method(facts.bases, meth)):

@@ -18,7 +18,7 @@ _CONVENTIONAL = {"torch": "torch", "nn": "torch.nn", "F": "torch.nn.functional"}
 class ImportMap:
     """What the names of one file mean.  ``module`` is the file's dotted module name when it is
     known (then relative imports resolve too); ``project`` is the whole-program view
-    (:class:`flake8_graphleaf.analysis.project_view.ProjectView`) that looks up what a qualified
+    (:class:`flake8_graphleaf.analysis.program.project_view.ProjectView`) that looks up what a qualified
     name defined in another file is, or None when the file is analysed on its own."""
 
     def __init__(self, tree: ast.AST, module: str | None = None, is_package: bool = False, project=None):
