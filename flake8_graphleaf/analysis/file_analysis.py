@@ -125,7 +125,10 @@ def analyze_file(tree: ast.AST, source: str | None = None, options: Options | No
     if source is None or any(w in source for w in process_boundary.WORDS):
         findings += process_boundary.check(tree, imports, module_classes, source)
     # also without a copy of its own: another file may copy its objects
-    findings = copy_graph.settle(tree, imports, classes, module_classes, findings, source)
+    # the copy graph's runs are shared between the files of one process, unless this file's classes
+    # were collected with extra module bases that another file's run of it would not know
+    findings = copy_graph.settle(tree, imports, classes, module_classes, findings, source,
+                                 reuse=not options.module_bases)
     unique: dict[tuple, Finding] = {}
     for f in findings:
         unique.setdefault((f.line, f.col, f.code), f)

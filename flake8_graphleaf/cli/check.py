@@ -61,7 +61,7 @@ def _recording(view):
 
     def users_of(module, words, path=""):
         found = users(module, words, path)  # the files of other files' runs (the copy graph)
-        seen.extend("path:" + p.path for p in found)
+        seen.extend("path:" + p for p in found)
         return found
 
     view.parsed = parsed

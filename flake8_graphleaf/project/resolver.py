@@ -84,11 +84,11 @@ class FileResolver(ProjectView):
             self.memo[key] = None if path is None else any(w in self.index.text(path) for w in words)
         return self.memo[key]
 
-    def users_of(self, module: str, words: tuple[str, ...], path: str = "") -> list[ParsedModule]:
-        """Files of the indexed project of ``path`` (the root folder it lies under) whose text
+    def users_of(self, module: str, words: tuple[str, ...], path: str = "") -> list[str]:
+        """The paths of the files of the indexed project of ``path`` (the root folder it lies under) whose text
         has one of ``words`` and that import ``module`` or a name from it: one scan of the root's
         texts (and of their import lines) per process, root and ``words``, then a lookup; at most
-        USERS files, parsed on demand."""
+        USERS files (:meth:`parsed_path` parses one)."""
         here = os.path.abspath(path) if path else ""
         roots = sorted((r for r in self.index.paths if here.startswith(r.rstrip(os.sep) + os.sep)), key=len)
         if not roots:
@@ -105,16 +105,19 @@ class FileResolver(ProjectView):
                 name, is_package, _ = module_name_for(path)
                 for imported in imported_modules(text, name, is_package):
                     table.setdefault(imported, []).append(path)
-        # users near the file: its folder's parent and below (a script beside the package it
-        # imports, a test folder beside the code); a large tree's far corners are not run for it
-        near = os.path.join(os.path.dirname(os.path.dirname(here)), "")
-        out = []
-        for path in [p for p in table.get(module, []) if p.startswith(near)][:USERS]:
-            name = module_name_for(path)[0]
-            parsed = self.parsed_file(path, name or os.path.splitext(os.path.basename(path))[0])
-            if parsed is not None:
-                out.append(parsed)
-        return out
+        # users whose folder holds the file: its own folder or its parent's (a script beside the
+        # package it imports, a training script above the model's folder). A run follows calls
+        # only into its file's folder and below (the copy graph's scope), so a user elsewhere
+        # (a test folder beside the code, a far corner of a large tree) could not reach this
+        # file's code: running it would cost its parse and find nothing here.
+        folder = os.path.dirname(here)
+        holders = {folder, os.path.dirname(folder)}
+        return [p for p in table.get(module, []) if os.path.dirname(p) in holders][:USERS]
+
+    def parsed_path(self, path: str) -> ParsedModule | None:
+        """The parsed file at ``path``, under the module name its place in the tree gives."""
+        name = module_name_for(path)[0]
+        return self.parsed_file(path, name or os.path.splitext(os.path.basename(path))[0])
 
     # -- ProjectView ----------------------------------------------------------------
     def parsed(self, module: str) -> ParsedModule | None:

@@ -731,22 +731,37 @@ def _tuple_elements(types, n: int) -> list[frozenset]:
     return [flat] * n
 
 
-def run_file(tree: ast.Module, imports, classes, module_classes, path: str, text: str | None = None) -> Program:
+def run_file(tree: ast.Module, imports, classes, module_classes, path: str, text: str | None = None,
+             reuse: bool = True) -> Program:
     """Run the checked file's code from its roots: the module-level code, then every
-    module-level function it did not reach (those that may reach a copy or a send)."""
+    module-level function it did not reach (those that may reach a copy or a send). Once per
+    file and process: a run made for another file (:func:`run_parsed`) is the same run, and
+    is reused unless ``reuse`` is off (the checked file's classes were collected with options
+    the other files' runs do not have)."""
     current = imports.current
-    return _run(current, tree, imports, classes, module_classes, text)
+    project = getattr(imports, "project", None)
+    memo = project.memo if project is not None else {}
+    key = ("heap", os.path.abspath(path))
+    if reuse and key in memo:
+        return memo[key]  # run already, as another checked file's user
+    program = _run(current, tree, imports, classes, module_classes, text)
+    if reuse:
+        memo[key] = program.outcome()
+    return program
 
 
 def run_parsed(parsed) -> Program:
     """The run of another file of the program (one that imports the checked file), once per
-    file and process."""
-    memo = parsed.memo
-    if "heap" not in memo:
-        memo["heap"] = Program(parsed, parsed.path)  # while it runs
+    file and process: the same run as that file's own check (:func:`run_file`), whichever
+    comes first, so the order files are checked in changes nothing."""
+    project = getattr(parsed.imports, "project", None)
+    memo = project.memo if project is not None else parsed.memo
+    key = ("heap", os.path.abspath(parsed.path))
+    if key not in memo:
+        memo[key] = Program(parsed, parsed.path)  # while it runs
         classes, module_classes = file_classes(parsed)
-        memo["heap"] = _run(parsed, parsed.tree, parsed.imports, classes, module_classes).outcome()
-    return memo["heap"]
+        memo[key] = _run(parsed, parsed.tree, parsed.imports, classes, module_classes).outcome()
+    return memo[key]
 
 
 def _run(current, tree, imports, classes, module_classes, text: str | None = None) -> Program:
@@ -832,4 +847,16 @@ def runs_for(imports, words: tuple[str, ...]) -> list[Program]:
     current = getattr(imports, "current", None)
     if project is None or current is None or not current.name:
         return []
-    return [run_parsed(p) for p in project.users_of(current.name, words, current.path) if p.path != current.path]
+    here = os.path.abspath(current.path)
+    out = []
+    for path in project.users_of(current.name, words, current.path):
+        path = os.path.abspath(path)
+        if path == here:
+            continue
+        done = project.memo.get(("heap", path))  # checked already: its run, without parsing it again
+        if done is None:
+            parsed = project.parsed_path(path)
+            done = run_parsed(parsed) if parsed is not None else None
+        if done is not None:
+            out.append(done)
+    return out

@@ -91,10 +91,14 @@ class ProjectView:
         """The text of a file of the project, or None (a view that reads no texts)."""
         return None
 
-    def users_of(self, module: str, words: tuple[str, ...], path: str = "") -> list[ParsedModule]:
-        """The parsed files of the project of ``path`` that import ``module`` (or a name from it)
-        and whose text contains one of ``words``, or [] (a view without a project index)."""
+    def users_of(self, module: str, words: tuple[str, ...], path: str = "") -> list[str]:
+        """The paths of the files of the project of ``path`` that import ``module`` (or a name
+        from it) and whose text contains one of ``words``, or [] (a view without a project index)."""
         return []
+
+    def parsed_path(self, path: str) -> ParsedModule | None:
+        """The parsed file at ``path`` (one :meth:`users_of` gave), or None."""
+        return None
 
 
 @dataclass(frozen=True)

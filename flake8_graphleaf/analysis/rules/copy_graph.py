@@ -88,19 +88,19 @@ mp.Process(target=work, args=(queue,)).start()
 
 
 def settle(tree: ast.Module, imports, classes: dict, module_classes: set[str], findings: list[Finding],
-           source: str | None = None) -> list[Finding]:
+           source: str | None = None, reuse: bool = True) -> list[Finding]:
     """``findings`` with the copy graph's: its own, and without the GLF202 of a copy of a plain
     object that the run judged in program order and found nothing on the graph at (the copy
     of a session after its ``reset()``: the class keeps a tensor at times, not at that copy)."""
-    new, judged = _check(tree, imports, classes, module_classes, findings, source)
+    new, judged = _check(tree, imports, classes, module_classes, findings, source, reuse)
     kept = [f for f in findings if not (f.code == "GLF202" and judged.get((f.line, f.col)) is False)]
     return kept + new
 
 
 def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], findings: list[Finding],
-           source: str | None = None) -> tuple[list[Finding], dict]:
+           source: str | None = None, reuse: bool = True) -> tuple[list[Finding], dict]:
     here = getattr(imports.current, "path", "<current>")
-    programs = [run_file(tree, imports, classes, module_classes, here, source)] if source is None or any(
+    programs = [run_file(tree, imports, classes, module_classes, here, source, reuse)] if source is None or any(
         w in source for w in WORDS) else []
     programs += runs_for(imports, WORDS)
     sinks = [s for p in programs for s in p.sinks
@@ -112,7 +112,7 @@ def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
                 judged[(line, col)] = judged.get((line, col), False) or bad
     if not sinks:
         return [], judged
-    program = programs[0]
+    module = getattr(imports.current, "name", "")
     # a store another rule reports already (GLF005 at construction, GLF002 of a helper) is not reported twice
     taken = {(f.line, f.col) for f in findings if f.code in STORES}
     copied_sites = {(f.line, f.col) for f in findings if f.code in ("GLF202", "GLF301", "GLF201")}
@@ -125,7 +125,7 @@ def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
                 continue
             copied_sites.add((node.lineno, node.col_offset))
         else:
-            _stores(sink, here, taken, stores, program.current.name, classes)
+            _stores(sink, here, taken, stores, module, classes)
             continue
         if sink.kind in ("queue", "process"):
             out.append(_sent(sink))
@@ -147,7 +147,7 @@ def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
                                                   "cause_path": None if first.path == here else _display(first.path)})
         site.witness = _witness(first, sink, here)
         out.append(site)
-        _stores(sink, here, taken, stores, program.current.name, classes)
+        _stores(sink, here, taken, stores, module, classes)
     return out + list(stores.values()), judged
 
 
