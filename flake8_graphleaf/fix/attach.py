@@ -237,7 +237,9 @@ def analyze_with_fixes(source: str, filename: str = "<unknown>", options: Option
     """:func:`flake8_graphleaf.analysis.analyze_source`, with each finding's fix attached.
     ``project`` is the project index (None: every attribute may be read elsewhere); ``withhold``:
     see :func:`attach_fixes`."""
-    result = analyze_file(ast.parse(source, filename=filename), source, options)
+    view = options.project if options is not None else None
+    tree = view.tree_of(filename, source) if view is not None else None  # parsed already as an import
+    result = analyze_file(tree if tree is not None else ast.parse(source, filename=filename), source, options)
     if result.findings:
         attach_fixes(result.tree, Text(source), result.findings, result.classes, result.imports, project, filename,
                      withhold)

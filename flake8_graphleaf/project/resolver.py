@@ -25,7 +25,7 @@ from ..analysis.evaluator.effects import function_effect
 from ..analysis.evaluator.forward_results import forward_items
 from ..analysis.program.imports import ImportMap
 from ..analysis.program.project_view import ParsedModule, ProjectView, looked_up
-from .index import ProjectIndex, python_files
+from .index import ProjectIndex
 from .names import module_name_for
 
 MAX_BYTES = 2_000_000
@@ -67,6 +67,8 @@ class FileResolver(ProjectView):
         cached = self._files.get(path)
         if cached is not None and cached[0] == stamp:
             return cached[1]
+        if cached is not None:
+            self.generation += 1  # a file changed since it was parsed (a fix wrote it): runs made before are stale
         parsed = self._parse(module, path, stamp[0])
         self._files[path] = (stamp, parsed)
         return parsed
@@ -85,34 +87,70 @@ class FileResolver(ProjectView):
         return self.memo[key]
 
     def users_of(self, module: str, words: tuple[str, ...], path: str = "") -> list[str]:
-        """The paths of the files of the indexed project of ``path`` (the root folder it lies under) whose text
-        has one of ``words`` and that import ``module`` or a name from it: one scan of the root's
-        texts (and of their import lines) per process, root and ``words``, then a lookup; at most
-        USERS files (:meth:`parsed_path` parses one)."""
+        """The paths of the files whose run may reach ``module`` (the file at ``path``): files of
+        the indexed project whose text has one of ``words`` and that import ``module`` (or a name
+        from it), directly or through up to USER_DEPTH - 1 modules of their own folder or below
+        (a training script imports the model, whose file imports the selector it calls). Only
+        users whose folder holds the file: its own folder or its parent's (a script beside the
+        package it imports, a training script above the model's folder). A run follows calls
+        only into its file's folder and below (the copy graph's scope), so a user elsewhere (a
+        test folder beside the code, a far corner of a large tree) could not reach this file's
+        code: running it would cost its parse and find nothing here. Read from the texts (their
+        import lines), once per folder and process; at most USERS files (:meth:`parsed_path`
+        parses one)."""
         here = os.path.abspath(path) if path else ""
         roots = sorted((r for r in self.index.paths if here.startswith(r.rstrip(os.sep) + os.sep)), key=len)
         if not roots:
             return []
-        root = roots[-1]
-        key = ("users", words, root)
+        root = os.path.join(roots[-1].rstrip(os.sep), "")
+        folder = os.path.dirname(here)
+        key = ("users", words, folder)
         table = self.memo.get(key)
         if table is None:
             table = self.memo[key] = {}
-            for path in python_files([root]):
-                text = self.index.text(path)
-                if not any(w in text for w in words):
-                    continue
-                name, is_package, _ = module_name_for(path)
-                for imported in imported_modules(text, name, is_package):
-                    table.setdefault(imported, []).append(path)
-        # users whose folder holds the file: its own folder or its parent's (a script beside the
-        # package it imports, a training script above the model's folder). A run follows calls
-        # only into its file's folder and below (the copy graph's scope), so a user elsewhere
-        # (a test folder beside the code, a far corner of a large tree) could not reach this
-        # file's code: running it would cost its parse and find nothing here.
-        folder = os.path.dirname(here)
-        holders = {folder, os.path.dirname(folder)}
-        return [p for p in table.get(module, []) if os.path.dirname(p) in holders][:USERS]
+            for holder in sorted({folder, os.path.dirname(folder)}):
+                if not os.path.join(holder, "").startswith(root):
+                    continue  # above the project's root: not the project's files
+                for user in _files_in(holder):
+                    if any(w in self.index.text(user) for w in words):
+                        for reached in self._reached_from(user):
+                            table.setdefault(reached, []).append(user)
+        return [p for p in table.get(module, []) if p != here][:USERS]
+
+    def _reached_from(self, user: str) -> set[str]:
+        """The modules ``user`` imports, and those its imported modules of its own folder and
+        below import, USER_DEPTH steps deep."""
+        scope = os.path.join(os.path.dirname(user), "")
+        reached: set[str] = set()
+        todo, seen = [user], {user}
+        for _ in range(USER_DEPTH):
+            following = []
+            for path in todo:
+                for imported in self._imports_of(path):
+                    reached.add(imported)
+                    found = self._locate(imported) if looked_up(imported) else None
+                    if found is not None and found.startswith(scope) and found not in seen:
+                        seen.add(found)
+                        following.append(found)
+            todo = following
+        return reached
+
+    def _imports_of(self, path: str) -> set[str]:
+        key = ("imports-of", path)
+        if key not in self.memo:
+            name, is_package, _ = module_name_for(path)
+            self.memo[key] = imported_modules(self.index.text(path), name, is_package)
+        return self.memo[key]
+
+    def tree_of(self, path: str, source: str) -> ast.Module | None:
+        for key in (path, os.path.abspath(path)):
+            cached = self._files.get(key)
+            if cached is not None:
+                stamp, parsed = cached
+                if parsed is not None and file_stamp(key) == stamp and self.index.text(key) == source:
+                    return parsed.tree
+                return None
+        return None
 
     def parsed_path(self, path: str) -> ParsedModule | None:
         """The parsed file at ``path``, under the module name its place in the tree gives."""
@@ -167,6 +205,16 @@ class FileResolver(ProjectView):
 
 
 USERS = 2  # files whose runs are looked at for one module (users_of)
+USER_DEPTH = 3  # import steps from a user to the module it may reach (users_of)
+
+
+def _files_in(folder: str) -> list[str]:
+    """The ``.py`` files directly in ``folder``, sorted."""
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return []
+    return [os.path.join(folder, n) for n in names if n.endswith(".py") and os.path.isfile(os.path.join(folder, n))]
 _IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+\(?([\w, \t]+)|import[ \t]+([\w., \t]+))", re.M)
 
 

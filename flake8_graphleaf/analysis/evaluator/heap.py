@@ -35,8 +35,9 @@ from dataclasses import dataclass, field
 from .flow import CONTAINER_MUTATORS, Store, Walker, target_root
 from ..program.grad_mode import function_grad_mode
 from .graph_tensors import ARG, GRAPH, LEAF, MODULE, NOTHING, Evaluator, Value, join
+from ..values import short
 from ..program.helper_objects import copies_itself, file_classes
-from .scopes import _explicit_enable, self_name
+from .scopes import _explicit_enable, self_name, settle_flags
 from ..facts.sinks import COPIER_NAMES as _COPIER_NAMES, COPIERS as _COPIERS, LOADERS as _LOADERS, QUEUES as _QUEUES
 from ..facts.sinks import SPAWNERS as _SPAWNERS, TENSOR_DATASETS as _TENSOR_DATASETS, is_mp as _mp, with_workers
 
@@ -272,6 +273,8 @@ class Program:
         self.runs += 1
         self.active.add(key)
         self.reached.add(key)
+        if info is not None:
+            settle_flags(info, ctx.imports)  # branches on a switch the class fixes run only the side it takes
         try:
             frame = Frame(self, ctx, func, self_atom, closure, caller, info)
             frame.hook = hook or (caller.hook if caller is not None else False)
@@ -496,17 +499,32 @@ class Frame(Evaluator):
         results, types = [], set()
         for callee in callees:
             value, returned = self.call_atom(callee, pos, kw, pos_types, kw_types)
+            if len(callee) == 5 and callee[2] == "forward":
+                # a module of the program called: its forward ran on its own object; its hooks fire
+                # now, and where the run was cut short (the budget) the call is a module call
+                if value is NOTHING and not returned:
+                    value = self.module_call(short(func), pos, kw)
+                else:
+                    self.program.fire_hooks(self)
             results.append(value)
             types |= returned
         self.call_types[id(node)] = frozenset(types)
         return join(*results)
 
     def _callees(self, func: ast.AST) -> list:
-        """The program's callables ``func`` names: functions, classes, bound methods, partials."""
+        """The program's callables ``func`` names: functions, classes, bound methods, partials,
+        and objects of the program's classes called as functions (a module's ``forward``, through
+        ``nn.Module.__call__``; another class's own ``__call__``)."""
         out = []
         for atom in flatten(self.types_of(func)):
             if atom[0] in ("fn", "class", "bound", "partial"):
                 out.append(atom)
+            elif atom[0] == "obj":
+                info = self.program.class_info(atom[1])
+                if info is not None:
+                    name = "forward" if info.facts.is_module else "__call__"
+                    if name in info.facts.methods:
+                        out.append(("bound", atom[1], name, atom, "called"))
         return out
 
     def call_atom(self, callee, pos, kw, pos_types, kw_types, hook: bool = False) -> tuple[Value, frozenset]:
@@ -741,7 +759,9 @@ def run_file(tree: ast.Module, imports, classes, module_classes, path: str, text
     current = imports.current
     project = getattr(imports, "project", None)
     memo = project.memo if project is not None else {}
-    key = ("heap", os.path.abspath(path))
+    # by content too: a fix checks its edited text under the same path in the same process
+    key = ("heap", os.path.abspath(path), hash(text), project.generation) if text is not None and project else None
+    reuse = reuse and key is not None
     if reuse and key in memo:
         return memo[key]  # run already, as another checked file's user
     program = _run(current, tree, imports, classes, module_classes, text)
@@ -756,7 +776,8 @@ def run_parsed(parsed) -> Program:
     comes first, so the order files are checked in changes nothing."""
     project = getattr(parsed.imports, "project", None)
     memo = project.memo if project is not None else parsed.memo
-    key = ("heap", os.path.abspath(parsed.path))
+    text = project.text_of(parsed.path) if project is not None else None
+    key = ("heap", os.path.abspath(parsed.path), hash(text), getattr(project, "generation", 0))
     if key not in memo:
         memo[key] = Program(parsed, parsed.path)  # while it runs
         classes, module_classes = file_classes(parsed)
@@ -853,7 +874,7 @@ def runs_for(imports, words: tuple[str, ...]) -> list[Program]:
         path = os.path.abspath(path)
         if path == here:
             continue
-        done = project.memo.get(("heap", path))  # checked already: its run, without parsing it again
+        done = project.memo.get(("heap", path, hash(project.text_of(path)), project.generation))  # no parse again
         if done is None:
             parsed = project.parsed_path(path)
             done = run_parsed(parsed) if parsed is not None else None

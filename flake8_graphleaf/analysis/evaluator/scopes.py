@@ -70,23 +70,30 @@ def self_name(func: ast.FunctionDef) -> str | None:
     return params[0].arg if params else None
 
 
+def settle_flags(info: ClassInfo, imports: ImportMap) -> None:
+    """Work out, once, the attributes ``info``'s class fixes for good (``facts.flags``: see
+    :mod:`..program.flags`), from its methods and those of its bases in other files."""
+    if info.facts.flags is not None:
+        return
+    from ..program.flags import settled
+    from ..program.helper_objects import program_class
+
+    info.facts.flags = {}  # while settling (a base's run asks again)
+    methods = list(info.facts.methods.values())
+    for qual in info.facts.bases:  # and those of its bases in other files
+        found = program_class(imports, qual)
+        if found is not None:
+            methods += [m for m in found[1].facts.methods.values() if m not in methods]
+    info.facts.flags = settled(info, imports, set(forward_roots(info)), methods)
+
+
 class ClassRunner:
     def __init__(self, info: ClassInfo, imports: ImportMap, module_classes: set[str], calls: dict | None = None,
                  depth: int = 0):
         from ..program.helper_objects import settle_given
 
         settle_given(imports, info)
-        if info.facts.flags is None:
-            from ..program.flags import settled
-            from ..program.helper_objects import program_class
-
-            info.facts.flags = {}  # while settling (a base's run asks again)
-            methods = list(info.facts.methods.values())
-            for qual in info.facts.bases:  # and those of its bases in other files
-                found = program_class(imports, qual)
-                if found is not None:
-                    methods += [m for m in found[1].facts.methods.values() if m not in methods]
-            info.facts.flags = settled(info, imports, set(forward_roots(info)), methods)
+        settle_flags(info, imports)
         self.info = info
         self.depth = depth  # how many helper objects deep (helper_objects)
         # Graph tensors kept on helper objects by calls this class's forward makes.

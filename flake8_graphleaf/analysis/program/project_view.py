@@ -66,6 +66,9 @@ class ProjectView:
 
     def __init__(self) -> None:
         self.memo: dict = {}
+        # bumped whenever a file the view parsed has changed since: what was worked out from the
+        # old text (the copy graph's runs) is keyed by it
+        self.generation = 0
         # The project index (flake8_graphleaf.project.index.ProjectIndex) when the whole project
         # was summarised: who makes which class a layer, who instantiates it in which grad mode.
         self.index = None
@@ -98,6 +101,11 @@ class ProjectView:
 
     def parsed_path(self, path: str) -> ParsedModule | None:
         """The parsed file at ``path`` (one :meth:`users_of` gave), or None."""
+        return None
+
+    def tree_of(self, path: str, source: str) -> ast.Module | None:
+        """The tree of ``source``, the text of the file at ``path``, when the view has parsed that
+        file already (as another file's import or user), or None: the checked file's own parse."""
         return None
 
 

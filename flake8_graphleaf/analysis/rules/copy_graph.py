@@ -102,7 +102,12 @@ def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
     here = getattr(imports.current, "path", "<current>")
     programs = [run_file(tree, imports, classes, module_classes, here, source, reuse)] if source is None or any(
         w in source for w in WORDS) else []
-    programs += runs_for(imports, WORDS)
+    project = getattr(imports, "project", None)
+    on_disk = project.text_of(here) if project is not None else None
+    if source is None or on_disk is None or on_disk == source:
+        # other files' runs saw this file as it is on disk: not for an edited text (a fix checking
+        # its own edits), whose positions and classes they do not know
+        programs += runs_for(imports, WORDS)
     sinks = [s for p in programs for s in p.sinks
              if s.path == here or any(k.path == here for k in s.kept)]
     judged: dict[tuple, bool] = {}
