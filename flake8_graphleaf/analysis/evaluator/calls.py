@@ -268,6 +268,11 @@ class CallSemantics:
         if recv.cls is not None:
             return self.object_member(recv, meth, everything)
         sig = torch_facts.signature(node)
+        if (recv.kind != MODULE and torch_facts.module_api(meth) in ("leaf", "leaves")
+                and torch_facts.tensor_method(meth, sig) is None):
+            # ``given.parameters()``: only a module answers it (no tensor method has the name),
+            # whatever the receiver is known to be, and what it yields are its parameters
+            return Value(LEAF, f"{short(func)}()")
         if recv.kind == MODULE:
             api = torch_facts.module_api(meth)
             if api in ("leaf", "leaves"):

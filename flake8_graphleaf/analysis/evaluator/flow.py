@@ -10,7 +10,7 @@ from typing import Callable
 
 from .graph_tensors import ARG, GRAPH, LEAF, MODULE, NOTHING, Evaluator, Value, join, join_tuples, short
 from ..facts import torch_facts
-from ..program.grad_mode import function_grad_mode, grad_mode_of
+from ..program.grad_mode import function_grad_mode, grad_guard, grad_mode_of
 from ..program.stmtwalk import statements
 from ..facts.torch_names import is_torch_name
 
@@ -40,6 +40,8 @@ class Store:
     method: str = ""  # for container stores: append, extend, __setitem__ ...
     name_node: ast.AST | None = None  # setattr / register_buffer: the name argument
     stmt: ast.AST | None = None  # the statement that stores (its code is the witness's last step)
+    # the store runs only in eval mode (``if not self.training:``, the else of ``if self.training:``)
+    eval_only: bool = False
 
 
 def through_untracked(node: ast.AST) -> bool:
@@ -71,6 +73,14 @@ class Walker:
         self.returns: Value = NOTHING
         self._returned = False
         self.stmt: ast.stmt | None = None  # the statement being walked
+        self.eval_only = False  # inside a branch that runs only in eval mode (the stores say so)
+        given = on_store
+
+        def on_store_here(store: Store) -> None:
+            if self.eval_only:
+                store.eval_only = True
+            given(store)
+        self.on_store = on_store_here
 
     # -- entry --------------------------------------------------------------------
     def run(self, body: list[ast.stmt]) -> Value:
@@ -84,19 +94,32 @@ class Walker:
                 self.stmt = stmt
                 method(stmt)
 
-    def _branches(self, *bodies: list[ast.stmt], not_tensor: tuple[int, str] | None = None) -> None:
+    def _branches(self, *bodies: list[ast.stmt], not_tensor: tuple[int, str] | None = None,
+                  grads: tuple | None = None) -> None:
         """Run bodies as alternatives; afterwards a name holds what any path left in it.
-        ``not_tensor``: (branch, name) where the name is known not to hold a tensor."""
+        ``not_tensor``: (branch, name) where the name is known not to hold a tensor. ``grads``:
+        each body's grad mode where its test fixes it (``if torch.is_grad_enabled():``), None
+        where it does not; a body that needs grad on where it is off never runs."""
         ev = self.ev
-        start_env, start_self = dict(ev.env), dict(ev.self_attrs)
+        start_env, start_self, start_grad = dict(ev.env), dict(ev.self_attrs), ev.grad
         envs, selfs = [], []
         for i, body in enumerate(bodies):
+            mode = grads[i] if grads is not None else None
+            if mode is True and not start_grad:
+                continue
             ev.env, ev.self_attrs = dict(start_env), dict(start_self)
+            if mode is False:
+                ev.grad = False
             if not_tensor is not None and not_tensor[0] == i and not_tensor[1] in ev.env:
                 ev.env[not_tensor[1]] = NOTHING
-            self.block(body)
+            try:
+                self.block(body)
+            finally:
+                ev.grad = start_grad
             envs.append(ev.env)
             selfs.append(ev.self_attrs)
+        if not envs:
+            envs, selfs = [start_env], [start_self]
         ev.env = _merge(envs)
         ev.self_attrs = _merge(selfs)
 
@@ -151,6 +174,25 @@ class Walker:
             return
         if self.ev.infeasible_parameter_test(stmt.test):
             self.block(stmt.orelse)  # isinstance(w, nn.Parameter) with w no parameter: the body never runs
+            return
+        training = _training_test(stmt.test)  # if self.training: ... else: (eval mode only)
+        if training is not None:
+            saved = self.eval_only
+            bodies = (stmt.body, stmt.orelse) if training else (stmt.orelse, stmt.body)
+            start_env, start_self = dict(self.ev.env), dict(self.ev.self_attrs)
+            self.block(bodies[0])
+            envs, selfs = [self.ev.env], [self.ev.self_attrs]
+            self.ev.env, self.ev.self_attrs = dict(start_env), dict(start_self)
+            self.eval_only = True
+            try:
+                self.block(bodies[1])
+            finally:
+                self.eval_only = saved
+            self.ev.env, self.ev.self_attrs = _merge(envs + [self.ev.env]), _merge(selfs + [self.ev.self_attrs])
+            return
+        guard = grad_guard(stmt.test, self.ev.imports)  # if torch.is_grad_enabled(): ... else: (no grad)
+        if guard is not None:
+            self._branches(stmt.body, stmt.orelse, grads=guard)
             return
         name, is_tensor = self.ev.tensor_test(stmt.test)  # if isinstance(x, torch.Tensor): ... else: x is none
         self._branches(stmt.body, stmt.orelse, not_tensor=None if name is None else (int(is_tensor), name))
@@ -350,6 +392,26 @@ class Walker:
         )
 
 
+def _training_test(test: ast.AST) -> bool | None:
+    """True for ``if x.training:`` (the body runs in training mode, the else in eval mode), False
+    for ``if not x.training:`` / ``x.training is False`` / ``== False`` (the body in eval mode);
+    None for any other test."""
+    if isinstance(test, ast.Attribute) and test.attr == "training":
+        return True
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _training_test(test.operand)
+        return None if inner is None else not inner
+    if (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Attribute)
+            and test.left.attr == "training" and isinstance(test.comparators[0], ast.Constant)
+            and isinstance(test.comparators[0].value, bool)):
+        value = test.comparators[0].value
+        if isinstance(test.ops[0], (ast.Is, ast.Eq)):
+            return value
+        if isinstance(test.ops[0], (ast.IsNot, ast.NotEq)):
+            return not value
+    return None
+
+
 _PARAMETER_CONTAINERS = ("ParameterDict", "ParameterList")
 
 
@@ -398,6 +460,8 @@ def overwritten_later(
         if isinstance(getattr(s, name, None), list)
     ]
     attr = text.split(".", 1)[1] if "." in text else text
+    # every block around the store, outermost first: a reset after the statement that holds the
+    # store, in any of them, is on every path, unless a return or raise gets out before it
     for block in blocks:
         for i, stmt in enumerate(block):
             if not (stmt.lineno <= target.lineno <= stmt.end_lineno):
@@ -406,12 +470,33 @@ def overwritten_later(
                 continue
             if isinstance(stmt, ast.Try) and any(_resets(s, text, attr, reported, resetters) for s in stmt.finalbody):
                 return True
-            for later in block[i + 1:]:
-                if _resets(later, text, attr, reported, resetters):
-                    return True
-                if isinstance(later, (ast.Return, ast.Raise)):
-                    return False
+            if not _leaves(stmt, target.lineno) and _reset_after(block[i + 1:], text, attr, reported, resetters):
+                return True
+            break
+    return False
+
+
+def _reset_after(later: list, text: str, attr: str, reported, resetters: dict) -> bool:
+    for stmt in later:
+        if _resets(stmt, text, attr, reported, resetters):
+            return True
+        if isinstance(stmt, ast.Try) and any(_resets(s, text, attr, reported, resetters) for s in stmt.finalbody):
+            return True  # try: return self.base(x) / finally: self.base.weight = w_orig
+        if _leaves(stmt, stmt.lineno):
             return False
+    return False
+
+
+def _leaves(stmt: ast.stmt, after_line: int) -> bool:
+    """Does ``stmt`` return or raise (outside a nested function) at or after ``after_line``?"""
+    todo = [stmt]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Return, ast.Raise)) and node.lineno >= after_line:
+            return True
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.expr)):
+                todo.append(child)
     return False
 
 

@@ -12,7 +12,7 @@ from ..findings import Finding
 from .flow import Store, Walker
 from ..program.grad_mode import function_grad_mode
 from .graph_tensors import ARG, GRAPH, MODULE, NOTHING, Evaluator, Value, argument_value, join, looks_like_module_name
-from ..facts.torch_names import non_tensor_annotation, tensor_annotation
+from ..facts.torch_names import METRIC_DATA_ARG_RE, non_tensor_annotation, tensor_annotation
 from ..values import constant_name
 from ..program.imports import ImportMap
 from ..program.modules import ClassInfo
@@ -164,7 +164,8 @@ class ClassRunner:
                 # the graph (CatMetric's list of inputs), not what it computes from them.
                 kinds = _annotations(func)
                 params = {k: (Value(GRAPH, f"argument '{k}', a model output given to the metric")
-                              if v.kind == ARG and tensor_annotation(kinds.get(k)) else v)
+                              if v.kind == ARG and tensor_annotation(kinds.get(k)) and not METRIC_DATA_ARG_RE.search(k)
+                              else v)
                           for k, v in params.items()}
                 grad = name == "forward"
                 if grad:

@@ -113,6 +113,13 @@ def looks_like_module_name(name: str) -> bool:
 
 
 # Forward arguments that are not differentiable tensors by convention.
+# The data side of a metric's ``update(preds, target)``: what a metric is given besides the
+# model's outputs (the batch it was computed on, the reference values), which has no history.
+METRIC_DATA_ARG_RE = re.compile(
+    r"(^|_)(batch|batches|data|sample|samples|ref|refs|reference|references|gt|ground_truth|truth|true|"
+    r"labels?|targets?|expected)($|_)"
+)
+
 _NON_TENSOR_ARG_RE = re.compile(
     r"(^|_)(mask|masks|ids|idx|index|indices|labels?|targets?|lengths?|lens?|len|shape|size|"
     r"sizes|step|steps|epoch|training|mode|kwargs|config|cfg|dim|axis|num|n|grid|thw|ts|"

@@ -42,3 +42,22 @@ def function_grad_mode(func: ast.FunctionDef, imports) -> bool:
     for dec in func.decorator_list:
         grad = grad_mode_of(dec, imports, grad)
     return grad
+
+
+def grad_guard(test: ast.AST, imports) -> tuple[bool | None, bool | None] | None:
+    """(grad mode in the body, grad mode in the else branch) of ``if <test>:`` when the test reads
+    torch's grad mode (``torch.is_grad_enabled()``, ``not ...``, and / or of it), None for either
+    that it leaves as it was; None when the test does not read it."""
+    if isinstance(test, ast.Call) and not test.args and (imports.qualname(test.func) or "") == "torch.is_grad_enabled":
+        return True, False
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = grad_guard(test.operand, imports)
+        return None if inner is None else (inner[1], inner[0])
+    if isinstance(test, ast.BoolOp):
+        guards = [g for g in (grad_guard(v, imports) for v in test.values) if g is not None]
+        if not guards:
+            return None
+        if isinstance(test.op, ast.And):  # the body runs only when every operand holds
+            return next((g[0] for g in guards if g[0] is not None), None), None
+        return None, next((g[1] for g in guards if g[1] is not None), None)  # or: the else, when none holds
+    return None

@@ -34,6 +34,19 @@ def argument_only(f: Finding) -> Finding:
     return f
 
 
+def eval_only(f: Finding) -> Finding:
+    """The finding under the opt-in code: the store runs only in eval mode (``if not
+    self.training:``), which ordinary use runs under ``no_grad``; that it runs with grad on is a
+    guess. The copy graph reports it under its own code where the program's calls show it."""
+    f.data["code_if_resolved"] = f.code
+    f.message = (f"{f.code} eval-only: {f.message} (the store runs only in eval mode, ordinarily under "
+                 "torch.no_grad(): only an eval forward with grad on keeps the graph)")
+    f.code = ARGUMENT_ONLY
+    if f.witness is not None:
+        f.witness["assumed"] = "an eval-mode forward (not self.training) runs with grad enabled"
+    return f
+
+
 def drop_overwritten(findings: list[Finding], runner=None, methods: dict | None = None) -> list[Finding]:
     """Drop store findings whose value is replaced or cleared before it can outlive the method
     (see flow.overwritten_later: a later assignment, ``del``, ``.clear()``, a reset helper, a

@@ -52,6 +52,18 @@ class Scaled(nn.Linear):
 """,
         [],
     ),
+    (
+        # the parameters of a module the constructor is given, concatenated: a non-leaf at once
+        """
+import torch, torch.nn as nn
+class ODEProblem(nn.Module):
+    def __init__(self, vector_field):
+        super().__init__()
+        self.vf = vector_field
+        self.vf_params = torch.cat([p.contiguous().flatten() for p in self.vf.parameters()])
+""",
+        ["GLF005"],
+    ),
 ]
 
 

@@ -13,7 +13,7 @@ from ..program.summaries import is_layer, made_only_without_grad
 from ..program.helper_objects import file_classes
 from ..evaluator.scopes import SUBMODULE_CALL, ClassRunner, self_name
 from .. import witness
-from . import ARGUMENT_ONLY, argument_only, drop_overwritten, finding, origin_text
+from . import ARGUMENT_ONLY, argument_only, drop_overwritten, eval_only, finding, origin_text
 
 
 RULES = {
@@ -21,7 +21,7 @@ RULES = {
     "GLF002": "graph tensor put into a container held on the module",
     "GLF004": "registered buffer reassigned from, or updated in place with, a graph tensor",
     ARGUMENT_ONLY: "(opt-in) a GLF001/002/004 store or GLF201 copy whose only evidence is a forward argument that reaches "
-    "no learnable computation",
+    "no learnable computation, or a store that runs only in eval mode",
 }
 
 EXAMPLES = [
@@ -128,6 +128,88 @@ class Norm(nn.Module):
 """,
         [],
     ),
+    (
+        # the cache is filled only where grad is off (torch.is_grad_enabled() is False)
+        """
+import torch, torch.nn as nn
+class LoRALinear(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.a = nn.Linear(d, 2, bias=False)
+        self.b = nn.Linear(2, d, bias=False)
+        self._delta = None
+    def forward(self, x):
+        if torch.is_grad_enabled():
+            self._delta = None
+            delta = self.b.weight @ self.a.weight
+        else:
+            if self._delta is None:
+                self._delta = self.b.weight @ self.a.weight
+            delta = self._delta
+        return x @ delta
+""",
+        [],
+    ),
+    (
+        # a store only in eval mode: ordinary use runs it under no_grad (opt-in GLF010: a guess)
+        """
+import torch.nn as nn
+class Cached(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.proj = nn.Linear(d, d)
+    def forward(self, x):
+        out = self.proj(x)
+        if not self.training:
+            self.last = out
+        return out
+""",
+        ["GLF010"],
+    ),
+    (
+        # swapped in for the call and put back in a finally, or set on a submodule and reset after
+        """
+import torch.nn as nn
+class Merged(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.base = nn.Linear(d, d)
+        self.delta = nn.Linear(d, d)
+        self.conv = nn.Linear(d, d)
+    def forward(self, x):
+        w = self.base.weight
+        self.base.weight = w + self.delta.weight
+        try:
+            out = self.base(x)
+        finally:
+            self.base.weight = w
+        if out.dim() > 1:
+            self.conv._support = self.delta(out)
+            out = self.conv(out)
+            self.conv._support = None
+        return out
+""",
+        [],
+    ),
+    (
+        # a metric's update is given the model's output and the reference values (data)
+        """
+import torch
+from torch import Tensor
+from torchmetrics import Metric
+class ForceError(Metric):
+    def __init__(self):
+        super().__init__()
+        self.add_state("refs", default=[], dist_reduce_fx="cat")
+        self.add_state("preds", default=[], dist_reduce_fx="cat")
+    def update(self, forces: Tensor, reference_forces: Tensor):
+        self.refs.append(reference_forces)
+        self.preds.append(forces)
+    def compute(self):
+        return (torch.cat(self.refs) - torch.cat(self.preds)).abs().mean()
+""",
+        ["GLF002"],
+    ),
 ]
 
 
@@ -146,6 +228,8 @@ def check(runner: ClassRunner) -> list[Finding]:
             f.witness = witness.make(
                 store.value, store.node, store.stmt, reached=runner.path(), grad=store.grad,
                 kept=witness.KEPT_AFTER_RETURN, copied=_copied(f, store, facts, on_self))
+            if store.eval_only and f.code != ARGUMENT_ONLY:
+                f = eval_only(f)
             if not on_self and _FRESH.match(store.root_value.origin) and store.root_value.origin not in attached:
                 f.data["fresh_root"] = store.root_value.origin
             out.append(f)
@@ -192,6 +276,9 @@ def settle_arguments(findings: list[Finding], runners: dict, calls: dict) -> lis
     """
     out = []
     for f in findings:
+        if f.code == ARGUMENT_ONLY:  # opt-in already (an eval-only store)
+            out.append(f)
+            continue
         if f.data.get("value_kind") == ARG and not f.data.get("fed") and f.class_name in runners:
             runner = runners[f.class_name]
             origin = f.data.get("origin", "")
