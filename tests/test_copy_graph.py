@@ -93,3 +93,63 @@ def test_a_cache_object_made_in_a_forward_is_reported_where_it_is_filled():
     assert "decoding.py:27:9: GLF002" in r.stdout and "decoding.py:28:9: GLF001" in r.stdout, r.stdout
     assert "scenarios.py:174" in r.stdout
     assert "decoding.py:16" not in r.stdout  # the output object itself is never kept
+
+
+DATASET_ITEMS = '''
+import torch
+from torch.utils.data import Dataset
+
+
+class Item:
+    def __init__(self, x):
+        self.x = x
+
+
+class Graphs(Dataset):
+    def __init__(self, n=8):
+        self.items = []
+        for _ in range(n):
+            self.items.append(Item(torch.randint(0, 5, (4,))))
+
+    def embed(self, encoder):
+        for item in self.items:
+            item.x = encoder(item.x){detach}
+        return self
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, i):
+        return self.items[i].x
+'''
+
+TRAIN = '''
+import torch.nn as nn
+from torch.utils.data import DataLoader
+
+from data import Graphs
+
+
+def main(workers):
+    ds = Graphs().embed(nn.Embedding(5, 3))
+    for batch in DataLoader(ds, batch_size=4, num_workers=workers):
+        print(batch.shape)
+
+
+if __name__ == "__main__":
+    main(2)
+'''
+
+
+@pytest.mark.parametrize("detach", ["", ".detach()"])
+def test_a_store_on_the_elements_of_a_list_a_dataset_holds_reaches_its_loader(tmp_path, detach):
+    # Graphs().embed(encoder) (a method of the object the call makes) stores each item's
+    # embedding on the items of the list the dataset holds; the DataLoader's workers get them
+    (tmp_path / "data.py").write_text(DATASET_ITEMS.replace("{detach}", detach))
+    (tmp_path / "train.py").write_text(TRAIN)
+    r = check("--output-format", "concise", str(tmp_path))
+    if detach:
+        assert r.returncode == 0 and r.stdout == "", r.stdout
+    else:
+        assert "data.py:19:13: GLF001 'item.x' keeps a tensor" in r.stdout, r.stdout
+        assert "train.py:10:18: GLF301 DataLoader(ds, ...)" in r.stdout, r.stdout

@@ -131,6 +131,7 @@ class Program:
         # whether what they reach keeps a graph tensor there
         self.judged: dict[tuple, bool] = {}
         self.runs = 0
+        self.done: dict = {}  # a call's inputs -> its result, for this run
         self.active: set = set()
         self.reached: set = set()  # ids of the functions run
         self.contexts: dict[str, FileContext] = {}
@@ -268,7 +269,16 @@ class Program:
         """Run ``func`` with these values; (what it returns, the objects it returns)."""
         key = id(func)
         depth = caller.depth + 1 if caller is not None else 0
-        if key in self.active or depth > MAX_DEPTH or self.runs >= BUDGET:
+        if key in self.active or depth > MAX_DEPTH:
+            return NOTHING, EMPTY
+        # the same call again (a loop's body walked twice, a method called per element): what it
+        # did to the heap is done; its result is the same
+        same = (key, self_atom, id(closure), grad, hook, tuple(v.kind for v in pos),
+                tuple(sorted((k, v.kind) for k, v in kw.items())), tuple(pos_types),
+                tuple(sorted(kw_types.items())))
+        if same in self.done and func.name != "__init__":  # a constructor again resets its object
+            return self.done[same]
+        if self.runs >= BUDGET:
             return NOTHING, EMPTY
         self.runs += 1
         self.active.add(key)
@@ -287,7 +297,8 @@ class Program:
                 frame.self_attrs.update({a: v for (h, a), v in self.values.items() if h == self_atom})
             walker = HeapWalker(frame)
             value = walker.run(func.body)
-            return value, frozenset(frame.returned)
+            self.done[same] = (value, frozenset(frame.returned))
+            return self.done[same]
         finally:
             self.active.discard(key)
 
@@ -328,6 +339,7 @@ class Frame(Evaluator):
         self.types: dict[str, frozenset] = {}
         self.returned: set = set()
         self.call_types: dict[int, frozenset] = {}
+        self.pending: dict[int, Value] = {}  # calls evaluated ahead (a receiver: X().method()), by node
         self.hook = False
         self.depth = 0
 
@@ -431,7 +443,13 @@ class Frame(Evaluator):
         return result
 
     def eval_Call(self, node: ast.Call) -> Value:
+        if id(node) in self.pending:
+            return self.pending.pop(id(node))
         func = node.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call):
+            # Dataset().embed(encoder): the receiver's objects first, so that the method is the
+            # program's; evaluated once (what is asked of it again gets this value)
+            self.pending[id(func.value)] = self.eval(func.value)
         qual = self.imports.qualname(func)
         attr = func.attr if isinstance(func, ast.Attribute) else None
         if qual == "functools.partial" and node.args:
@@ -672,7 +690,13 @@ class HeapWalker(Walker):
 
     def do_For(self, stmt: ast.For) -> None:
         if isinstance(stmt.target, ast.Name):
-            self.frame.types[stmt.target.id] = flatten(self.frame.types_of(stmt.iter))
+            # the loop's name holds the container's elements (what was put in a list the run
+            # made), or the iterated object itself where the run knows no elements of it
+            out: set = set()
+            for atom in flatten(self.frame.types_of(stmt.iter)):
+                elements = self.frame.program.held.get((atom, "[]")) if atom[0] == "alloc" else None
+                out |= elements if elements is not None else {atom}
+            self.frame.types[stmt.target.id] = frozenset(out)
         super().do_For(stmt)
 
     def assign(self, target, value_node, value, stmt) -> None:
@@ -734,6 +758,15 @@ class HeapWalker(Walker):
                     added = frozenset().union(*(flatten(f.types_of(a)) for a in call.args)) if call.args else EMPTY
                     f.program.held[key] = f.program.held.get(key, EMPTY) | added
                 f.program.store(frozenset(holders), "[]", join(*args), f, call, stmt, ast.unparse(func.value), "GLF002", False)
+        elif isinstance(func, ast.Attribute) and func.attr in CONTAINER_MUTATORS and call.args:
+            # self.items.append(Item(...)): the objects put in a list an object holds (the store
+            # itself, of a graph tensor, is the walker's container store)
+            added = frozenset().union(*(flatten(f.types_of(a)) for a in call.args))
+            if added:
+                for atom in flatten(f.types_of(func.value)):
+                    if atom[0] == "alloc":
+                        key = (atom, "[]")
+                        f.program.held[key] = f.program.held.get(key, EMPTY) | added
         if isinstance(func, ast.Attribute) and func.attr == "clear" and isinstance(func.value, ast.Attribute):
             root = target_root(func.value)
             if root is not None:
@@ -797,6 +830,7 @@ def _run(current, tree, imports, classes, module_classes, text: str | None = Non
         if (isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(s) not in program.reached
                 and s.name in live):
             program.runs = 0  # each root its own budget: cost grows with the roots, not their order
+            program.done = {}  # and its own memo: a constructor run again in another root resets the object
             program.run(s, ctx, [], {}, [], {}, True)
     return program
 

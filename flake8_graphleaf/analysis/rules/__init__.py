@@ -47,6 +47,15 @@ def eval_only(f: Finding) -> Finding:
     return f
 
 
+def on_trust(f: Finding, guess: str) -> Finding:
+    """The finding under the opt-in code: a step of its chain is taken on trust (``guess``: a
+    callable whose semantics the analysis does not have, taken to carry its arguments' history)."""
+    f.data["code_if_resolved"] = f.code
+    f.message = f"{f.code} on trust: {f.message} (a step is a guess: {guess} is taken to carry its arguments' history)"
+    f.code = ARGUMENT_ONLY
+    return f
+
+
 def drop_overwritten(findings: list[Finding], runner=None, methods: dict | None = None) -> list[Finding]:
     """Drop store findings whose value is replaced or cleared before it can outlive the method
     (see flow.overwritten_later: a later assignment, ``del``, ``.clear()``, a reset helper, a

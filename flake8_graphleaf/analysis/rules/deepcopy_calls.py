@@ -19,7 +19,7 @@ from ..program.modules import ClassInfo
 from ..facts.sinks import COPIER_NAMES, COPIERS
 from ..program.stmtwalk import lines_matching, own_nodes, scopes_at, statements, tree_statements
 from ..evaluator.scopes import ClassRunner, is_forward_root, self_name
-from . import argument_only, finding, origin_text
+from . import ARGUMENT_ONLY, argument_only, finding, on_trust, origin_text
 
 RULES = {
     "GLF201": "copy.deepcopy of a tensor that is on the autograd graph",
@@ -197,7 +197,7 @@ def _glf201(scope, parents, classes, imports, module_classes, targets) -> list[F
                     f"copy.deepcopy({short(node.args[0])}) copies a tensor that {where} on the autograd graph "
                     f"({origin_text(value)}) and raises RuntimeError: use .detach().clone()",
                     attribute=short(node.args[0]),
-                    data={"value_kind": value.kind, "origin": value.origin},
+                    data={"value_kind": value.kind, "origin": value.origin, "guess": value.guess},
                 )
             ))
 
@@ -205,7 +205,11 @@ def _glf201(scope, parents, classes, imports, module_classes, targets) -> list[F
     Walker(ev, lambda store: None).run(body)
     # deepcopy of an argument nothing here shows to be an activation (a list of conditioning
     # attributes, a batch): the opt-in code, as for stores
-    return [argument_only(f) if f.data["value_kind"] == ARG and f.data["origin"] not in ev.fed else f for f in out]
+    # and one whose value went through a callable the analysis does not know (an optimizer
+    # wrapper given the model): the witness has a guess in it
+    out = [on_trust(f, f.data["guess"]) if f.data.get("guess") else f for f in out]
+    return [argument_only(f) if f.code != ARGUMENT_ONLY and f.data["value_kind"] == ARG and f.data["origin"] not in ev.fed
+            else f for f in out]
 
 
 def _witnessed_copy(value, node: ast.Call, scope, grad: bool, f: Finding) -> Finding:

@@ -21,7 +21,8 @@ RULES = {
     "GLF002": "graph tensor put into a container held on the module",
     "GLF004": "registered buffer reassigned from, or updated in place with, a graph tensor",
     ARGUMENT_ONLY: "(opt-in) a GLF001/002/004 store or GLF201 copy whose only evidence is a forward argument that reaches "
-    "no learnable computation, or a store that runs only in eval mode",
+    "no learnable computation, a store that runs only in eval mode, or a copy whose chain goes through a callable "
+    "taken on trust",
 }
 
 EXAMPLES = [
