@@ -88,9 +88,10 @@ class FileResolver(ProjectView):
 
     def users_of(self, module: str, words: tuple[str, ...], path: str = "") -> list[str]:
         """The paths of the files whose run may reach ``module`` (the file at ``path``): files of
-        the indexed project whose text has one of ``words`` and that import ``module`` (or a name
-        from it), directly or through up to USER_DEPTH - 1 modules of their own folder or below
-        (a training script imports the model, whose file imports the selector it calls). Only
+        the indexed project that import ``module`` (or a name from it), directly or through up to
+        USER_DEPTH - 1 modules of their own folder or below (a training script imports the model,
+        whose file imports the selector it calls), and whose text, or that of one of those
+        modules, has one of ``words`` (a copy or a send the run may reach). Only
         users whose folder holds the file: its own folder or its parent's (a script beside the
         package it imports, a training script above the model's folder). A run follows calls
         only into its file's folder and below (the copy graph's scope), so a user elsewhere (a
@@ -112,16 +113,21 @@ class FileResolver(ProjectView):
                 if not os.path.join(holder, "").startswith(root):
                     continue  # above the project's root: not the project's files
                 for user in _files_in(holder):
-                    if any(w in self.index.text(user) for w in words):
-                        for reached in self._reached_from(user):
-                            table.setdefault(reached, []).append(user)
+                    # a user copies or sends something itself, or calls into a module of its
+                    # folder that does (a script running a trainer whose file deep-copies)
+                    reached, sinks = self._reached_from(user, words)
+                    if sinks:
+                        for module in reached:
+                            table.setdefault(module, []).append(user)
         return [p for p in table.get(module, []) if p != here][:USERS]
 
-    def _reached_from(self, user: str) -> set[str]:
-        """The modules ``user`` imports, and those its imported modules of its own folder and
-        below import, USER_DEPTH steps deep."""
+    def _reached_from(self, user: str, words: tuple[str, ...]) -> tuple[set[str], bool]:
+        """(the modules ``user`` imports, and those its imported modules of its own folder and
+        below import, USER_DEPTH steps deep; whether the user or one of those files of its folder
+        has one of ``words``)."""
         scope = os.path.join(os.path.dirname(user), "")
         reached: set[str] = set()
+        sinks = any(w in self.index.text(user) for w in words)
         todo, seen = [user], {user}
         for _ in range(USER_DEPTH):
             following = []
@@ -132,8 +138,9 @@ class FileResolver(ProjectView):
                     if found is not None and found.startswith(scope) and found not in seen:
                         seen.add(found)
                         following.append(found)
+                        sinks = sinks or any(w in self.index.text(found) for w in words)
             todo = following
-        return reached
+        return reached, sinks
 
     def _imports_of(self, path: str) -> set[str]:
         key = ("imports-of", path)

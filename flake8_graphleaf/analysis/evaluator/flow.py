@@ -42,6 +42,7 @@ class Store:
     stmt: ast.AST | None = None  # the statement that stores (its code is the witness's last step)
     # the store runs only in eval mode (``if not self.training:``, the else of ``if self.training:``)
     eval_only: bool = False
+    target: ast.AST | None = None  # attr: the target (``a.b.c``); container: the container (``a.b``)
 
 
 def through_untracked(node: ast.AST) -> bool:
@@ -74,6 +75,7 @@ class Walker:
         self._returned = False
         self.stmt: ast.stmt | None = None  # the statement being walked
         self.eval_only = False  # inside a branch that runs only in eval mode (the stores say so)
+        self._eval_after = False  # the statements after this one run only in eval mode
         given = on_store
 
         def on_store_here(store: Store) -> None:
@@ -88,11 +90,18 @@ class Walker:
         return self.returns
 
     def block(self, body: list[ast.stmt]) -> None:
-        for stmt in body:
-            method = getattr(self, "do_" + stmt.__class__.__name__, None)
-            if method is not None:
-                self.stmt = stmt
-                method(stmt)
+        saved = self.eval_only
+        try:
+            for stmt in body:
+                method = getattr(self, "do_" + stmt.__class__.__name__, None)
+                if method is not None:
+                    self.stmt = stmt
+                    method(stmt)
+                if self._eval_after:  # if self.training: return ... -- the rest runs in eval mode only
+                    self._eval_after = False
+                    self.eval_only = True
+        finally:
+            self.eval_only = saved
 
     def _branches(self, *bodies: list[ast.stmt], not_tensor: tuple[int, str] | None = None,
                   grads: tuple | None = None) -> None:
@@ -189,6 +198,8 @@ class Walker:
             finally:
                 self.eval_only = saved
             self.ev.env, self.ev.self_attrs = _merge(envs + [self.ev.env]), _merge(selfs + [self.ev.self_attrs])
+            if bodies[0] and isinstance(bodies[0][-1], (ast.Return, ast.Raise)) and not bodies[1]:
+                self._eval_after = True  # training returns here: what follows is eval mode's
             return
         guard = grad_guard(stmt.test, self.ev.imports)  # if torch.is_grad_enabled(): ... else: (no grad)
         if guard is not None:
@@ -388,7 +399,7 @@ class Walker:
             return
         self.on_store(
             Store(kind, root[0], self.ev.eval(_root_node(target)), root[1], short(target), value, where, self.ev.grad, method,
-                  stmt=self.stmt)
+                  stmt=self.stmt, target=target)
         )
 
 

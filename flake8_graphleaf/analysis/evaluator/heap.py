@@ -41,8 +41,8 @@ from .scopes import _explicit_enable, self_name, settle_flags
 from ..facts.sinks import COPIER_NAMES as _COPIER_NAMES, COPIERS as _COPIERS, LOADERS as _LOADERS, QUEUES as _QUEUES
 from ..facts.sinks import SPAWNERS as _SPAWNERS, TENSOR_DATASETS as _TENSOR_DATASETS, is_mp as _mp, with_workers
 
-BUDGET = 12  # function runs from one root (the module's code, or one function)
-MAX_DEPTH = 4
+BUDGET = 20  # function runs from one root (the module's code, or one function)
+MAX_DEPTH = 6
 
 # Atoms: what a name or an attribute may hold, besides its Value.
 #   ("obj", key)                 an object of a class of the program (key: "path::Name", see class_key)
@@ -657,6 +657,8 @@ class HeapWalker(Walker):
         return flatten(f.name_types(root))
 
     def _on_store(self, store: Store) -> None:
+        if self._deep_store(store):
+            return
         holders = self._holders(store.root)
         if not holders:
             return
@@ -670,6 +672,24 @@ class HeapWalker(Walker):
             code = "GLF002" if store.kind == "container" else "GLF001"
             self.frame.program.store(holders, attr, store.value, self.frame, store.node, store.stmt, store.text,
                                      code, False)
+
+    def _deep_store(self, store: Store) -> bool:
+        """A store through a path (``self.trainer.metrics.update(out)``, ``wrapper.state.logits =
+        y``): on the objects the path leads to, where the run knows them; False to store on the
+        root's object as for a one-step path."""
+        target = store.target
+        f = self.frame
+        if store.kind == "container" and isinstance(target, ast.Attribute) and not isinstance(target.value, ast.Name):
+            holders = frozenset(a for a in flatten(f.types_of(target)) if a[0] == "alloc")
+            if holders:
+                f.program.store(holders, "[]", store.value, f, store.node, store.stmt, store.text, "GLF002", False)
+                return True
+        if store.kind == "attr" and isinstance(target, ast.Attribute) and isinstance(target.value, ast.Attribute):
+            holders = frozenset(a for a in flatten(f.types_of(target.value)) if a[0] in ("obj", "alloc"))
+            if holders:
+                f.program.store(holders, target.attr, store.value, f, store.node, store.stmt, store.text, "GLF001", True)
+                return True
+        return False
 
     def do_FunctionDef(self, stmt: ast.FunctionDef) -> None:
         key = id(stmt)

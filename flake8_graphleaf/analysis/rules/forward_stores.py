@@ -168,6 +168,23 @@ class Cached(nn.Module):
         ["GLF010"],
     ),
     (
+        # the same after an early return in training mode
+        """
+import torch.nn as nn
+class LRUCache(nn.Module):
+    def __init__(self, module):
+        super().__init__()
+        self.module = module
+        self.memory = None
+    def forward(self, x):
+        if self.training:
+            return self.module(x)
+        self.memory = self.module(x)
+        return self.memory
+""",
+        ["GLF010"],
+    ),
+    (
         # swapped in for the call and put back in a finally, or set on a submodule and reset after
         """
 import torch.nn as nn
