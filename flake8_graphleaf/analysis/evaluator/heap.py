@@ -540,8 +540,10 @@ class Frame(Evaluator):
             elif atom[0] == "obj":
                 info = self.program.class_info(atom[1])
                 if info is not None:
-                    name = "forward" if info.facts.is_module else "__call__"
-                    if name in info.facts.methods:
+                    # obj(x) runs type(obj).__call__: the class's own, else nn.Module's, which runs forward
+                    methods = info.facts.methods
+                    name = "__call__" if "__call__" in methods else ("forward" if info.facts.is_module else None)
+                    if name in methods:
                         out.append(("bound", atom[1], name, atom, "called"))
         return out
 
