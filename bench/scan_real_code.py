@@ -17,8 +17,12 @@ import sys
 import time
 import traceback
 
-from flake8_graphleaf.analysis import Options, analyze_source
-from flake8_graphleaf.project.resolver import FileResolver
+# The checkout this script lives in, not whatever flake8_graphleaf the interpreter has installed
+# (an editable install of another checkout): an A/B scan of two checkouts must scan each one.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from flake8_graphleaf.analysis import Options, analyze_source  # noqa: E402
+from flake8_graphleaf.project.resolver import FileResolver  # noqa: E402
 
 
 def main(root: str, out_path: str, packages: list[str], argument_stores: bool = False) -> int:

@@ -14,6 +14,7 @@ from .evaluator.effects import function_effect
 from .evaluator.forward_results import forward_items
 from .program.copysafe_state import drop_covered
 from .findings import Finding
+from .program.grad_mode import eval_call_with_grad
 from .program.imports import ImportMap
 from .program.project_view import ParsedModule, ProjectView
 from .program.modules import collect_classes
@@ -94,6 +95,8 @@ def analyze_file(tree: ast.AST, source: str | None = None, options: Options | No
     imports.effect_of = function_effect
     imports.forward_items_of = forward_items
     imports.findings_of = findings_of
+    # the program's evidence that an eval-mode forward runs with grad on (rules/forward_stores)
+    imports.eval_with_grad = eval_call_with_grad(tree, imports, source)
     classes = collect_classes(tree, imports, options.module_bases)
     findings: list[Finding] = []
     module_classes = {n for n, c in classes.items() if c.facts.is_module}

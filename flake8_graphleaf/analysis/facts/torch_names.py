@@ -116,7 +116,7 @@ def looks_like_module_name(name: str) -> bool:
 # The data side of a metric's ``update(preds, target)``: what a metric is given besides the
 # model's outputs (the batch it was computed on, the reference values), which has no history.
 METRIC_DATA_ARG_RE = re.compile(
-    r"(^|_)(batch|batches|data|sample|samples|ref|refs|reference|references|gt|ground_truth|truth|true|"
+    r"(^|_)(batch|batches|ref|refs|reference|references|gt|ground_truth|truth|true|"
     r"labels?|targets?|expected)($|_)"
 )
 

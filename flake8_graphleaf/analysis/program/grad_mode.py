@@ -61,3 +61,42 @@ def grad_guard(test: ast.AST, imports) -> tuple[bool | None, bool | None] | None
             return next((g[0] for g in guards if g[0] is not None), None), None
         return None, next((g[1] for g in guards if g[1] is not None), None)  # or: the else, when none holds
     return None
+
+
+def eval_call_with_grad(tree: ast.Module, imports, source: str | None = None) -> int | None:
+    """The line of a call of a model that the same function has put in eval mode (``model.eval()``),
+    made with grad enabled (not under ``torch.no_grad()``, the function not decorated with it): the
+    program's evidence that an eval-mode forward runs with grad on (a hand-written validation pass,
+    an acquisition function's gradient through a posterior). None when the file shows none."""
+    if source is not None and ".eval()" not in source:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and function_grad_mode(node, imports):
+            line = _eval_then_call(node.body, imports, True, set())
+            if line is not None:
+                return line
+    return None
+
+
+def _eval_then_call(body: list, imports, grad: bool, evald: set) -> int | None:
+    for stmt in body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(stmt, (ast.With, ast.AsyncWith)):
+            inner = grad
+            for item in stmt.items:
+                inner = grad_mode_of(item.context_expr, imports, inner)
+            line = _eval_then_call(stmt.body, imports, inner, evald)
+            if line is not None:
+                return line
+            continue
+        for node in ast.walk(stmt):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in ("eval", "train") and not node.args:
+                target = ast.unparse(func.value)
+                (evald.add if func.attr == "eval" else evald.discard)(target)
+            elif grad and evald and isinstance(func, (ast.Name, ast.Attribute)) and ast.unparse(func) in evald:
+                return node.lineno
+    return None

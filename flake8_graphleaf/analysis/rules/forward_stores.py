@@ -247,7 +247,12 @@ def check(runner: ClassRunner) -> list[Finding]:
                 store.value, store.node, store.stmt, reached=runner.path(), grad=store.grad,
                 kept=witness.KEPT_AFTER_RETURN, copied=_copied(f, store, facts, on_self))
             if store.eval_only and f.code != ARGUMENT_ONLY:
-                f = eval_only(f)
+                line = getattr(runner.imports, "eval_with_grad", None)
+                if line is None:
+                    f = eval_only(f)
+                else:  # the file itself runs a model in eval mode with grad on
+                    f.witness["grad"] = (f"{f.witness.get('grad')}; eval mode (not self.training), which line {line} "
+                                         "runs with grad on (a model put in eval mode, then called outside no_grad)")
             if not on_self and _FRESH.match(store.root_value.origin) and store.root_value.origin not in attached:
                 f.data["fresh_root"] = store.root_value.origin
             out.append(f)
