@@ -117,23 +117,26 @@ class FileResolver(ProjectView):
                     # folder that does (a script running a trainer whose file deep-copies)
                     reached, sinks = self._reached_from(user, words)
                     if sinks:
-                        for module in reached:
-                            table.setdefault(module, []).append(user)
-        return [p for p in table.get(module, []) if p != here][:USERS]
+                        own = any(w in self.index.text(user) for w in words)
+                        for module, depth in reached.items():
+                            table.setdefault(module, []).append((depth, not own, user))
+        # the nearest first: a file that imports the module itself and copies, then those that
+        # reach it through more imports
+        return [p for _, _, p in sorted(table.get(module, [])) if p != here][:USERS]
 
-    def _reached_from(self, user: str, words: tuple[str, ...]) -> tuple[set[str], bool]:
+    def _reached_from(self, user: str, words: tuple[str, ...]) -> tuple[dict[str, int], bool]:
         """(the modules ``user`` imports, and those its imported modules of its own folder and
-        below import, USER_DEPTH steps deep; whether the user or one of those files of its folder
-        has one of ``words``)."""
+        below import, USER_DEPTH steps deep, each with the step it is first reached at; whether
+        the user or one of those files of its folder has one of ``words``)."""
         scope = os.path.join(os.path.dirname(user), "")
-        reached: set[str] = set()
+        reached: dict[str, int] = {}
         sinks = any(w in self.index.text(user) for w in words)
         todo, seen = [user], {user}
-        for _ in range(USER_DEPTH):
+        for depth in range(USER_DEPTH):
             following = []
             for path in todo:
-                for imported in self._imports_of(path):
-                    reached.add(imported)
+                for imported in sorted(self._imports_of(path)):
+                    reached.setdefault(imported, depth)
                     found = self._locate(imported) if looked_up(imported) else None
                     if found is not None and found.startswith(scope) and found not in seen:
                         seen.add(found)
