@@ -153,3 +153,131 @@ def test_a_store_on_the_elements_of_a_list_a_dataset_holds_reaches_its_loader(tm
     else:
         assert "data.py:19:13: GLF001 'item.x' keeps a tensor" in r.stdout, r.stdout
         assert "train.py:10:18: GLF301 DataLoader(ds, ...)" in r.stdout, r.stdout
+
+
+LOOP = '''import copy
+
+
+class State:
+    def __init__(self):
+        self.metrics = {}
+
+
+class Loop:
+    def __init__(self, state):
+        self.state = state
+
+    def step(self, model, x):
+        out = model(x).sum()
+        out.backward()
+        self.state.metrics.update({"out": out{detach}})
+
+    def snapshot(self):
+        return copy.deepcopy(self.state.metrics)
+
+
+class Trainer:
+    def __init__(self):
+        self.state = State()
+        self.loop = Loop(self.state)
+
+    def fit(self, model, batches):
+        for x in batches:
+            self.loop.step(model, x)
+        return self.loop.snapshot()
+'''
+
+NET = '''import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 1)
+
+    def forward(self, x):
+        return self.lin(x)
+'''
+
+RUN = '''import torch
+
+from loop import Trainer
+from net import Net
+
+
+def main():
+    Trainer().fit(Net(), [torch.randn(2, 3) for _ in range(2)])
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+@pytest.mark.parametrize("detach", ["", ".detach()"])
+def test_a_step_output_put_through_a_path_into_another_objects_dict_is_reported(tmp_path, detach):
+    # run.py names no copy: it runs a trainer whose file deep-copies the metrics dict that
+    # Loop.step fills through self.state.metrics (a dict another object holds)
+    (tmp_path / "loop.py").write_text(LOOP.replace("{detach}", detach))
+    (tmp_path / "net.py").write_text(NET)
+    (tmp_path / "run.py").write_text(RUN)
+    r = check("--output-format", "concise", str(tmp_path))
+    ran = subprocess.run([sys.executable, "run.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    if detach:
+        assert r.returncode == 0 and r.stdout == "", r.stdout
+        assert ran.returncode == 0, ran.stderr
+    else:
+        assert "loop.py:16:9: GLF002 'self.state.metrics' is given a tensor" in r.stdout, r.stdout
+        assert "loop.py:19:16: GLF202 copy.deepcopy(self.state.metrics) will raise" in r.stdout, r.stdout
+        assert ran.returncode != 0 and "graph leaves" in ran.stderr, ran.stderr
+
+
+OWN_CALL = '''import copy
+
+import torch
+import torch.nn as nn
+
+
+class Posterior(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 1)
+        self.cache = None
+
+    def __call__(self, x):
+        if self.training:
+            return self.lin(x)
+        self.cache = self.lin(x)
+        return self.cache
+
+
+def main():
+    model = Posterior()
+    model.eval()
+    x = torch.randn(2, 3, requires_grad=True)
+{call}
+    copy.deepcopy(model)
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+@pytest.mark.parametrize("no_grad", [False, True])
+def test_a_module_with_its_own_call_stores_in_eval_mode_and_is_copied(tmp_path, no_grad):
+    # the class overrides __call__ (as gpytorch's ExactGP does); in eval mode it keeps its output.
+    # main() calls it in eval mode with grad on (an acquisition function's gradient) and copies it
+    call = ("    with torch.no_grad():\n        model(x).sum()" if no_grad else "    model(x).sum().backward()")
+    (tmp_path / "posterior.py").write_text(OWN_CALL.replace("{call}", call))
+    r = check("--output-format", "concise", str(tmp_path))
+    ran = subprocess.run([sys.executable, "posterior.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    if no_grad:
+        assert r.returncode == 0 and r.stdout == "", r.stdout
+        assert ran.returncode == 0, ran.stderr
+    else:
+        assert "posterior.py:16:9: GLF001 'self.cache' keeps a tensor" in r.stdout, r.stdout
+        assert "posterior.py:25:5: GLF202 copy.deepcopy(model) will raise" in r.stdout, r.stdout
+        assert ran.returncode != 0 and "graph leaves" in ran.stderr, ran.stderr
