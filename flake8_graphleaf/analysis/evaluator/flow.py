@@ -104,11 +104,12 @@ class Walker:
             self.eval_only = saved
 
     def _branches(self, *bodies: list[ast.stmt], not_tensor: tuple[int, str] | None = None,
-                  grads: tuple | None = None) -> None:
+                  grads: tuple | None = None, eval_branch: int | None = None) -> None:
         """Run bodies as alternatives; afterwards a name holds what any path left in it.
         ``not_tensor``: (branch, name) where the name is known not to hold a tensor. ``grads``:
         each body's grad mode where its test fixes it (``if torch.is_grad_enabled():``), None
-        where it does not; a body that needs grad on where it is off never runs."""
+        where it does not; a body that needs grad on where it is off never runs. ``eval_branch``:
+        the body that runs only in eval mode (its stores say so)."""
         ev = self.ev
         start_env, start_self, start_grad = dict(ev.env), dict(ev.self_attrs), ev.grad
         envs, selfs = [], []
@@ -121,10 +122,13 @@ class Walker:
                 ev.grad = False
             if not_tensor is not None and not_tensor[0] == i and not_tensor[1] in ev.env:
                 ev.env[not_tensor[1]] = NOTHING
+            saved_eval = self.eval_only
+            self.eval_only = saved_eval or i == eval_branch
             try:
                 self.block(body)
             finally:
                 ev.grad = start_grad
+                self.eval_only = saved_eval
             envs.append(ev.env)
             selfs.append(ev.self_attrs)
         if not envs:
@@ -186,19 +190,9 @@ class Walker:
             return
         training = _training_test(stmt.test)  # if self.training: ... else: (eval mode only)
         if training is not None:
-            saved = self.eval_only
-            bodies = (stmt.body, stmt.orelse) if training else (stmt.orelse, stmt.body)
-            start_env, start_self = dict(self.ev.env), dict(self.ev.self_attrs)
-            self.block(bodies[0])
-            envs, selfs = [self.ev.env], [self.ev.self_attrs]
-            self.ev.env, self.ev.self_attrs = dict(start_env), dict(start_self)
-            self.eval_only = True
-            try:
-                self.block(bodies[1])
-            finally:
-                self.eval_only = saved
-            self.ev.env, self.ev.self_attrs = _merge(envs + [self.ev.env]), _merge(selfs + [self.ev.self_attrs])
-            if bodies[0] and isinstance(bodies[0][-1], (ast.Return, ast.Raise)) and not bodies[1]:
+            self._branches(stmt.body, stmt.orelse, eval_branch=1 if training else 0)
+            trains, evals = (stmt.body, stmt.orelse) if training else (stmt.orelse, stmt.body)
+            if trains and isinstance(trains[-1], (ast.Return, ast.Raise)) and not evals:
                 self._eval_after = True  # training returns here: what follows is eval mode's
             return
         guard = grad_guard(stmt.test, self.ev.imports)  # if torch.is_grad_enabled(): ... else: (no grad)

@@ -37,7 +37,7 @@ from ..program.grad_mode import function_grad_mode
 from .graph_tensors import ARG, GRAPH, LEAF, MODULE, NOTHING, Evaluator, Value, join
 from ..values import short
 from ..program.helper_objects import copies_itself, file_classes
-from .scopes import _explicit_enable, self_name, settle_flags
+from .scopes import _explicit_enable, bind, self_name, settle_flags
 from ..facts.sinks import COPIER_NAMES as _COPIER_NAMES, COPIERS as _COPIERS, LOADERS as _LOADERS, QUEUES as _QUEUES
 from ..facts.sinks import SPAWNERS as _SPAWNERS, TENSOR_DATASETS as _TENSOR_DATASETS, is_mp as _mp, with_workers
 
@@ -290,8 +290,8 @@ class Program:
             frame.hook = hook or (caller.hook if caller is not None else False)
             frame.depth = depth
             method = self_atom is not None
-            frame.env.update(_bind(func, pos, kw, method))
-            frame.types.update(_bind(func, pos_types, kw_types, method, EMPTY))
+            frame.env.update(bind(func, pos, kw, method))
+            frame.types.update(bind(func, pos_types, kw_types, method, EMPTY))
             frame.grad = function_grad_mode(func, ctx.imports) if grad else _explicit_enable(func, ctx.imports)
             if self_atom is not None:
                 frame.self_attrs.update({a: v for (h, a), v in self.values.items() if h == self_atom})
@@ -618,27 +618,6 @@ class Frame(Evaluator):
                 self.program.sinks.append(Sink("loader", node, f"DataLoader({ast.unparse(ds)}, ...)", kept,
                                                path=self.ctx.path))
         return result
-
-
-def _bind(func: ast.FunctionDef, pos: list, kw: dict, method: bool, missing=NOTHING) -> dict:
-    """Parameter name -> what the call passes (values, or the objects they hold); ``method``:
-    the first parameter is the object itself and is not bound here."""
-    args = func.args
-    positional = args.posonlyargs + args.args
-    if method and positional:
-        positional = positional[1:]
-    out: dict = {}
-    for i, a in enumerate(positional):
-        out[a.arg] = pos[i] if i < len(pos) else kw.get(a.arg, missing)
-    for a in args.kwonlyargs:
-        out[a.arg] = kw.get(a.arg, missing)
-    if missing is NOTHING:
-        if args.vararg is not None:
-            out[args.vararg.arg] = join(*pos[len(positional):]) if len(pos) > len(positional) else NOTHING
-        if args.kwarg is not None:
-            named = {a.arg for a in positional + args.kwonlyargs}
-            out[args.kwarg.arg] = join(*[v for k, v in kw.items() if k not in named])
-    return out
 
 
 _DISPLAYS = (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)

@@ -141,7 +141,7 @@ class ClassRunner:
         """Run one method with the values a caller passes (a helper object's method)."""
         self._sink, self._memo, self._active, self.reached = sink, {}, set(), set()
         self._building = False
-        return self._run(func, _bind(func, pos, kw), grad)
+        return self._run(func, bind(func, pos, kw, self_name(func) is not None), grad)
 
     def run_construction(self, sink: StoreSink, skip: set[str]) -> set[str]:
         roots = [n for n in ("__init__",) if n in self.info.facts.methods and n not in skip]
@@ -250,7 +250,7 @@ class ClassRunner:
             return None
         self._active.add(key)
         try:
-            result = self._run(func, _bind(func, pos, kw), grad)
+            result = self._run(func, bind(func, pos, kw, self_name(func) is not None), grad)
         finally:
             self._active.discard(key)
         self._memo[key] = result
@@ -377,22 +377,23 @@ def _explicit_enable(func: ast.FunctionDef, imports: ImportMap) -> bool:
     return False
 
 
-def _bind(func: ast.FunctionDef, pos: list[Value], kw: dict[str, Value]) -> dict[str, Value]:
+def bind(func: ast.FunctionDef, pos: list, kw: dict, method: bool, missing=NOTHING) -> dict:
+    """Parameter name -> what the call passes (values, or for the heap the objects they hold);
+    ``method``: the first parameter is the object itself and is not bound here; ``missing``: what
+    an unpassed parameter gets (NOTHING binds ``*args`` / ``**kwargs`` too)."""
     args = func.args
     positional = args.posonlyargs + args.args
-    if self_name(func) is not None:
+    if method and positional:
         positional = positional[1:]
-    params: dict[str, Value] = {}
+    out: dict = {}
     for i, a in enumerate(positional):
-        if i < len(pos):
-            params[a.arg] = pos[i]
-        else:
-            params[a.arg] = kw.get(a.arg, NOTHING)
+        out[a.arg] = pos[i] if i < len(pos) else kw.get(a.arg, missing)
     for a in args.kwonlyargs:
-        params[a.arg] = kw.get(a.arg, NOTHING)
-    if args.vararg is not None:
-        params[args.vararg.arg] = join(*pos[len(positional):]) if len(pos) > len(positional) else NOTHING
-    if args.kwarg is not None:
-        named = {a.arg for a in positional + args.kwonlyargs}
-        params[args.kwarg.arg] = join(*[v for k, v in kw.items() if k not in named])
-    return params
+        out[a.arg] = kw.get(a.arg, missing)
+    if missing is NOTHING:
+        if args.vararg is not None:
+            out[args.vararg.arg] = join(*pos[len(positional):]) if len(pos) > len(positional) else NOTHING
+        if args.kwarg is not None:
+            named = {a.arg for a in positional + args.kwonlyargs}
+            out[args.kwarg.arg] = join(*[v for k, v in kw.items() if k not in named])
+    return out

@@ -82,21 +82,24 @@ def _eval_then_call(body: list, imports, grad: bool, evald: set) -> int | None:
     for stmt in body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
+        inner = grad
         if isinstance(stmt, (ast.With, ast.AsyncWith)):
-            inner = grad
             for item in stmt.items:
                 inner = grad_mode_of(item.context_expr, imports, inner)
-            line = _eval_then_call(stmt.body, imports, inner, evald)
+        # the statement's own expressions, then its blocks (a with block in its own grad mode)
+        blocks = [getattr(stmt, name) for name in ("body", "orelse", "finalbody") if isinstance(getattr(stmt, name, None), list)]
+        blocks += [h.body for h in getattr(stmt, "handlers", [])]
+        headers = [v for field, v in ast.iter_fields(stmt) if field not in ("body", "orelse", "finalbody", "handlers")]
+        own = [item for v in headers for item in (v if isinstance(v, list) else [v]) if isinstance(item, ast.AST)]
+        for node in (n for item in own for n in ast.walk(item)):
+            if isinstance(node, ast.Call):
+                func = node.func
+                if isinstance(func, ast.Attribute) and func.attr in ("eval", "train") and not node.args:
+                    (evald.add if func.attr == "eval" else evald.discard)(ast.unparse(func.value))
+                elif grad and evald and isinstance(func, (ast.Name, ast.Attribute)) and ast.unparse(func) in evald:
+                    return node.lineno
+        for block in blocks:
+            line = _eval_then_call(block, imports, inner, evald)
             if line is not None:
                 return line
-            continue
-        for node in ast.walk(stmt):
-            if not isinstance(node, ast.Call):
-                continue
-            func = node.func
-            if isinstance(func, ast.Attribute) and func.attr in ("eval", "train") and not node.args:
-                target = ast.unparse(func.value)
-                (evald.add if func.attr == "eval" else evald.discard)(target)
-            elif grad and evald and isinstance(func, (ast.Name, ast.Attribute)) and ast.unparse(func) in evald:
-                return node.lineno
     return None

@@ -168,6 +168,46 @@ class Cached(nn.Module):
         ["GLF010"],
     ),
     (
+        # eval mode only, but the file runs the model in eval mode with grad on: the default code
+        """
+import torch.nn as nn
+class Cached(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.proj = nn.Linear(d, d)
+    def forward(self, x):
+        out = self.proj(x)
+        if not self.training:
+            self.last = out
+        return out
+def validate(model, x):
+    model.eval()
+    return model(x).sum()
+""",
+        ["GLF001"],
+    ),
+    (
+        # ... and where that eval-mode call is under no_grad, the evidence is not there
+        """
+import torch, torch.nn as nn
+class Cached(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.proj = nn.Linear(d, d)
+    def forward(self, x):
+        out = self.proj(x)
+        if not self.training:
+            self.last = out
+        return out
+def validate(model, x):
+    model.eval()
+    if x is not None:
+        with torch.no_grad():
+            return model(x).sum()
+""",
+        ["GLF010"],
+    ),
+    (
         # the same after an early return in training mode
         """
 import torch.nn as nn
