@@ -281,3 +281,71 @@ def test_a_module_with_its_own_call_stores_in_eval_mode_and_is_copied(tmp_path, 
         assert "posterior.py:16:9: GLF001 'self.cache' keeps a tensor" in r.stdout, r.stdout
         assert "posterior.py:25:5: GLF202 copy.deepcopy(model) will raise" in r.stdout, r.stdout
         assert ran.returncode != 0 and "graph leaves" in ran.stderr, ran.stderr
+
+
+FIELD = '''import torch.nn as nn
+
+
+class Field(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+        self.last_state = None
+
+    def forward(self, x):
+        self.last_state = x[:, :1]
+        return self.lin(x).tanh()
+'''
+
+SOLVER = '''import copy
+
+import torch
+import torch.nn as nn
+
+from field import Field
+
+
+class Solver(nn.Module):
+    def __init__(self, steps=3):
+        super().__init__()
+        self.field = Field()
+        self.steps = steps
+
+    def forward(self, x):
+        for _ in range(self.steps):
+            x = x + 0.1 * self.field(x)
+{reset}
+        return x
+
+
+def main():
+    model = Solver()
+    model(torch.randn(4, 2)).sum().backward()
+    copy.deepcopy(model)
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+@pytest.mark.parametrize("reset", [False, True])
+def test_a_store_the_holder_clears_after_every_call_is_opt_in(tmp_path, reset):
+    # Field keeps its input (an activation of the solver's chain) at every step; the solver that
+    # holds it resets the attribute once its loop is done: no copy the program makes sees it.
+    # The class-level store goes to GLF010 (shown with --argument-stores), naming the reset.
+    (tmp_path / "field.py").write_text(FIELD)
+    (tmp_path / "solver.py").write_text(SOLVER.replace("{reset}\n", "        self.field.last_state = None\n" if reset else ""))
+    r = check("--output-format", "concise", "--no-cache", str(tmp_path))
+    opt_in = check("--output-format", "concise", "--no-cache", "--argument-stores", str(tmp_path))
+    ran = subprocess.run([sys.executable, "solver.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    if reset:
+        assert r.returncode == 0 and r.stdout == "", r.stdout
+        assert ("field.py:11:9: GLF010 GLF001 cleared by the program" in opt_in.stdout
+                and "solver.py:18, before any copy" in opt_in.stdout), opt_in.stdout
+        assert ran.returncode == 0, ran.stderr
+    else:
+        assert "field.py:11:9: GLF001 'self.last_state' keeps a tensor" in r.stdout, r.stdout
+        assert "solver.py:24:5: GLF202 copy.deepcopy(model) will raise" in r.stdout, r.stdout
+        assert ran.returncode != 0 and "graph leaves" in ran.stderr, ran.stderr

@@ -131,7 +131,7 @@ def analyze_file(tree: ast.AST, source: str | None = None, options: Options | No
     # the copy graph's runs are shared between the files of one process, unless this file's classes
     # were collected with extra module bases that another file's run of it would not know
     findings = copy_graph.settle(tree, imports, classes, module_classes, findings, source,
-                                 reuse=not options.module_bases)
+                                 reuse=not options.module_bases, opt_in=options.argument_stores)
     unique: dict[tuple, Finding] = {}
     for f in findings:
         unique.setdefault((f.line, f.col, f.code), f)

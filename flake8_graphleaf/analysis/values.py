@@ -26,12 +26,14 @@ KIND_NAMES = {NONE: "none", MODULE: "module", LEAF: "leaf", ARG: "arg", GRAPH: "
 
 class Value:
     """``items``: for a tuple of known length (``return out, acc``), the value of each element,
-    so that ``loss, acc = self.step(x)`` binds each name to what it really holds."""
+    so that ``loss, acc = self.step(x)`` binds each name to what it really holds.  ``keys``: for a
+    dict whose keys are string constants (``{"positions": pos, "cell": cell}``), the value under
+    each key, so that ``data["cell"]`` is what was put there, not the join of every entry."""
 
-    __slots__ = ("kind", "origin", "items", "cls", "trail", "guess")
+    __slots__ = ("kind", "origin", "items", "cls", "trail", "guess", "keys")
 
     def __init__(self, kind: int, origin: str = "", items: "tuple[Value, ...] | None" = None, cls: str | None = None,
-                 trail: tuple = (), guess: str | None = None):
+                 trail: tuple = (), guess: str | None = None, keys: "dict[str, Value] | None" = None):
         self.kind = kind
         self.origin = origin
         self.items = items
@@ -43,18 +45,27 @@ class Value:
         # a step of the chain that is assumed, not known: a callable whose semantics the analysis
         # does not have (its result is taken to carry its arguments' history)
         self.guess = guess
+        self.keys = keys
 
     def assumed(self, what: str) -> "Value":
         """This value, as the result of a callable the analysis does not know (``what``)."""
         if self.kind < ARG or self.guess is not None:
             return self
-        return Value(self.kind, self.origin, self.items, self.cls, self.trail, what)
+        return Value(self.kind, self.origin, self.items, self.cls, self.trail, what, self.keys)
 
     def then(self, line: int, target: str, node: ast.AST) -> "Value":
         """This value, bound at ``line`` to ``target`` from ``node`` (a step of its witness)."""
         if len(self.trail) >= MAX_STEPS:
             return self
-        return Value(self.kind, self.origin, self.items, self.cls, self.trail + ((line, target, node),), self.guess)
+        return Value(self.kind, self.origin, self.items, self.cls, self.trail + ((line, target, node),), self.guess,
+                     self.keys)
+
+    def with_keys(self, keys: "dict[str, Value] | None") -> "Value":
+        """This dict with these entries (None: entries not known one by one)."""
+        if keys is None:
+            return Value(self.kind, self.origin, self.items, self.cls, self.trail, self.guess)
+        whole = join(*keys.values()) if keys else NOTHING  # the dict is what its entries are
+        return Value(whole.kind, whole.origin, None, None, whole.trail, whole.guess, keys)
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         return f"Value({KIND_NAMES[self.kind]}, {self.origin!r})"
@@ -103,6 +114,27 @@ def join(*values: Value) -> Value:
             best = v
     if best.items is not None:
         return Value(best.kind, best.origin)  # a join of paths forgets the tuple's shape
+    if best.keys is not None and len(values) > 1:
+        return best.with_keys(None)  # and a dict's entries
+    return best
+
+
+def merge_paths(values: "list[Value]") -> Value:
+    """What a name holds after alternative paths: the largest kind; a dict with string keys on
+    every path keeps its entries, each the join of what the paths put under that key."""
+    best = values[0]
+    for v in values[1:]:
+        if v.kind > best.kind:
+            best = v
+    if all(v.keys is not None for v in values) and any(v is not values[0] for v in values):
+        keys: dict[str, Value] = {}
+        for v in values:
+            for k, x in v.keys.items():
+                old = keys.get(k)
+                keys[k] = x if old is None or x.kind > old.kind else old
+        return best.with_keys(keys)
+    if best.keys is not None and any(v.keys is None for v in values):
+        return best.with_keys(None)
     return best
 
 

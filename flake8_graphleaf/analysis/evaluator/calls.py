@@ -115,14 +115,22 @@ class CallSemantics:
         if effect.leaf:
             return Value(LEAF, f"{name}(...)")
         def passed_by(names: tuple[str, ...]) -> Value:
-            passed = [v for p, v in zip(effect.params, pos) if p in names] + [v for k, v in kw.items() if k in names]
+            pairs = [(p, v) for p, v in zip(effect.params, pos) if p in names] + [
+                (k, v) for k, v in kw.items() if k in names]
             if len(pos) > len(effect.params) and any(p not in effect.params + effect.keyword_only for p in names):
-                passed += pos[len(effect.params):]  # *args
+                starred = [p for p in names if p not in effect.params + effect.keyword_only]
+                pairs += [(starred[0], v) for v in pos[len(effect.params):]]  # *args
+            passed = [v for _, v in pairs]
             if any(v.kind == LEAF for v in passed):
                 self.feed(*passed)  # complex_bn(x, self.weight, ...): the argument meets a parameter
-            result = join(*passed) if passed else NOTHING
+            # a parameter handed on unchanged (a list of parameter groups for an optimizer) is
+            # still a leaf; one the function computes with gives a graph tensor
+            computed = [v for p, v in pairs if not (v.kind == LEAF and p in effect.kept)]
+            result = join(*computed) if computed else NOTHING
             if result.kind == GRAPH or result.kind == LEAF:
                 result = Value(GRAPH, result.origin) if self.grad else _containers_only(result)
+            if result.kind < LEAF and len(computed) < len(passed):
+                result = Value(LEAF, f"{name}(...)")
             return result
 
         # under no_grad only what the function passes on unchanged keeps its history

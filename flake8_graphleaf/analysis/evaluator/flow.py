@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .graph_tensors import ARG, GRAPH, LEAF, MODULE, NOTHING, Evaluator, Value, join, join_tuples, short
+from ..values import merge_paths
 from ..facts import torch_facts
 from ..program.grad_mode import function_grad_mode, grad_guard, grad_mode_of
 from ..program.stmtwalk import statements
@@ -301,7 +302,11 @@ class Walker:
                 return  # self.embed.data[ind] = v: written where autograd does not look
             if isinstance(base, ast.Name) and base.id != ev.self_name:
                 old = ev.env.get(base.id, NOTHING)
-                ev.env[base.id] = join(old, value)
+                key = target.slice.value if isinstance(target.slice, ast.Constant) else None
+                if old.keys is not None and isinstance(key, str):
+                    ev.env[base.id] = old.with_keys({**old.keys, key: value})  # data["pred"] = out
+                else:
+                    ev.env[base.id] = join(old, value)
                 if old.kind == MODULE:
                     self._emit("container", base, value, target, method="__setitem__")
                 return
@@ -357,7 +362,7 @@ class Walker:
             if isinstance(recv, ast.Name):
                 old = ev.env.get(recv.id)
                 if old is not None:
-                    ev.env[recv.id] = join(old, added)
+                    ev.env[recv.id] = _mutated(old, meth, call, args, added)
                     return
                 return  # a method of the object itself (self.update(...)), or of a plain name
             if meth in ("update", "add") and ev.eval(recv).kind == MODULE:
@@ -442,13 +447,40 @@ def _root_node(node: ast.AST) -> ast.AST:
     return node
 
 
+def _mutated(old: Value, meth: str, call: ast.Call, args: list[Value], added: Value) -> Value:
+    """A dict with string keys after ``d.update(...)`` / ``d.setdefault(...)``: the entries named
+    by keyword or constant key get their values, every other entry may have been replaced by
+    what the call passes (``d.update(other)``); a container that is not, or another mutator:
+    the join of the old value and what is added."""
+    if old.keys is None or meth not in ("update", "setdefault"):
+        return join(old, added)
+    keys = dict(old.keys)
+    if meth == "setdefault":
+        key = call.args[0] if call.args else None
+        if isinstance(key, ast.Constant) and isinstance(key.value, str) and len(args) > 0:
+            keys.setdefault(key.value, args[0])
+            return old.with_keys(keys)
+        return join(old, added)
+    named = {k.arg for k in call.keywords if k.arg is not None}
+    rest = join(*([a for a in args[:len(call.args)]] + [a for k, a in zip(call.keywords, args[len(call.args):])
+                                                        if k.arg is None]))
+    for k, a in zip(call.keywords, args[len(call.args):]):
+        if k.arg is not None:
+            keys[k.arg] = a
+    if rest.keys is not None:  # d.update({"cell": c}) / d.update(other_dict_with_known_keys)
+        keys.update(rest.keys)
+    elif rest.kind > NOTHING.kind:  # d.update(other): any entry may now be one of other's
+        keys = {k: (v if k in named else join(v, rest)) for k, v in keys.items()}
+    return old.with_keys(keys)
+
+
 def _merge(dicts: list[dict]) -> dict:
-    out: dict = {}
+    """The names after alternative paths (``merge_paths`` of what each path left in a name)."""
+    paths: dict = {}
     for d in dicts:
         for k, v in d.items():
-            old = out.get(k)
-            out[k] = v if old is None or v.kind > old.kind else old
-    return out
+            paths.setdefault(k, []).append(v)
+    return {k: merge_paths(vs) for k, vs in paths.items()}
 
 
 def overwritten_later(

@@ -290,7 +290,11 @@ class Evaluator(CallSemantics):
     def eval_Dict(self, node: ast.Dict) -> Value:
         for k in node.keys:
             self.eval(k)
-        return self._elements(node.values)
+        values = [self.eval(v) for v in node.values]
+        names = [k.value if isinstance(k, ast.Constant) and isinstance(k.value, str) else None for k in node.keys]
+        if node.keys and None not in names:
+            return NOTHING.with_keys(dict(zip(names, values)))
+        return join(*values) if values else NOTHING
 
     def _comprehension(self, node, elts) -> Value:
         saved = dict(self.env)
@@ -320,6 +324,8 @@ class Evaluator(CallSemantics):
                 return base.items[node.slice.value]
         if isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str) and is_size_name(node.slice.value):
             return NOTHING  # res["total_prompt_len"], out["num_tokens"]: a size kept under its name
+        if base.keys is not None and isinstance(node.slice, ast.Constant) and node.slice.value in base.keys:
+            return base.keys[node.slice.value]  # data["cell"]: what was put under that key
         if base.kind == MODULE:
             return base  # ModuleList / ModuleDict / Sequential indexing
         if base.kind == LEAF:

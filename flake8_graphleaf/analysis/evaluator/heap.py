@@ -140,6 +140,11 @@ class Program:
         # off does is its own files' to report, and parsing it is most of what a run would cost.
         self.scope = os.path.join(os.path.dirname(os.path.abspath(path)), "")
         self.classes: dict[str, tuple] = {}  # class key -> (ClassInfo, FileContext)
+        # what became of each store of a graph tensor, by (path, line) of the store: where the
+        # program took it away again (a plain store, del, .clear()), and the stores still kept
+        # when a root's run ended or when a copy or send reached them
+        self.cleared: dict[tuple, tuple] = {}
+        self.survived: set[tuple] = set()
 
     # -- files --------------------------------------------------------------------
     def context_of(self, parsed) -> FileContext:
@@ -216,7 +221,16 @@ class Program:
         the whole process, it must not hold the frames, closures and heap it was built with."""
         light = Program(self.current, self.path)
         light.sinks, light.judged = self.sinks, self.judged
+        light.cleared, light.survived = self.cleared, self.survived
         return light
+
+    def settle_root(self) -> None:
+        """A root's run ended: what is kept now outlives it."""
+        self.survived.update(_where_stored(k) for k in self.kept.values())
+
+    def _took(self, kept: "Kept | None", path: str, node: ast.AST | None) -> None:
+        if kept is not None and node is not None:
+            self.cleared.setdefault(_where_stored(kept), (path, node.lineno))
 
     def is_module(self, qual: str) -> bool:
         info = self.class_info(qual)
@@ -255,11 +269,13 @@ class Program:
                                       frame.func.name if frame.func is not None else "", root,
                                       atom == frame.self_atom and root == frame.self_name)
             elif direct:
-                self.kept.pop(key, None)
+                self._took(self.kept.pop(key, None), frame.ctx.path, node)
 
-    def clear(self, holders, attr: str) -> None:
+    def clear(self, holders, attr: str, frame: "Frame | None" = None, node: ast.AST | None = None) -> None:
         for atom in holders:
-            self.kept.pop((atom, attr), None)
+            taken = self.kept.pop((atom, attr), None)
+            if frame is not None:
+                self._took(taken, frame.ctx.path, node)
             self.held.pop((atom, attr), None)
 
     # -- running ------------------------------------------------------------------
@@ -687,7 +703,7 @@ class HeapWalker(Walker):
         super().do_Delete(stmt)
         for t in stmt.targets:
             if isinstance(t, ast.Attribute):
-                self.frame.program.clear(flatten(self.frame.types_of(t.value)), t.attr)
+                self.frame.program.clear(flatten(self.frame.types_of(t.value)), t.attr, self.frame, stmt)
 
     def do_For(self, stmt: ast.For) -> None:
         if isinstance(stmt.target, ast.Name):
@@ -771,7 +787,7 @@ class HeapWalker(Walker):
         if isinstance(func, ast.Attribute) and func.attr == "clear" and isinstance(func.value, ast.Attribute):
             root = target_root(func.value)
             if root is not None:
-                f.program.clear(flatten(f.types_of(func.value.value)), func.value.attr)
+                f.program.clear(flatten(f.types_of(func.value.value)), func.value.attr, f, stmt)
         super().call_statement(call, stmt)
 
 
@@ -827,13 +843,21 @@ def _run(current, tree, imports, classes, module_classes, text: str | None = Non
     top = [s for s in tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
     if TOP in live:
         program.run_module(ctx, top)
+        program.settle_root()
     for s in tree.body:
         if (isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(s) not in program.reached
                 and s.name in live):
             program.runs = 0  # each root its own budget: cost grows with the roots, not their order
             program.done = {}  # and its own memo: a constructor run again in another root resets the object
             program.run(s, ctx, [], {}, [], {}, True)
+            program.settle_root()
+    for sink in program.sinks:
+        program.survived.update(_where_stored(k) for k in sink.kept)
     return program
+
+
+def _where_stored(kept: Kept) -> tuple:
+    return kept.path, kept.node.lineno
 
 
 _SINK_WORDS = ("deepcopy", "AveragedModel", "ModelEma", "DataLoader", ".put(", ".put_nowait(", "Process(", "spawn(",

@@ -56,6 +56,20 @@ def on_trust(f: Finding, guess: str) -> Finding:
     return f
 
 
+def cleared_by_program(f: Finding, where: str) -> Finding:
+    """The finding under the opt-in code: every run of the program that runs the store takes the
+    tensor away again (at ``where``: the holder's owner resets it after the call) before the
+    run ends and before any copy or send; that it is kept is only the class-level contract."""
+    f.data["code_if_resolved"] = f.code
+    f.message = (f"{f.code} cleared by the program: {f.message} (every run of the program that makes this store "
+                 f"clears it again, at {where}, before any copy)")
+    f.code = ARGUMENT_ONLY
+    if f.witness is not None:
+        f.witness["assumed"] = (f"the class is used without the reset at {where} that every call the program makes "
+                                "is followed by")
+    return f
+
+
 def drop_overwritten(findings: list[Finding], runner=None, methods: dict | None = None) -> list[Finding]:
     """Drop store findings whose value is replaced or cleared before it can outlive the method
     (see flow.overwritten_later: a later assignment, ``del``, ``.clear()``, a reset helper, a

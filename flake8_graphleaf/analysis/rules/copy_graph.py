@@ -26,10 +26,11 @@ from .. import witness
 from ..findings import Finding
 from ..evaluator.heap import Kept, Sink, run_file, runs_for
 from ..values import short
-from . import finding, origin_text
+from . import cleared_by_program, finding, origin_text
 
 RULES: dict[str, str] = {}  # it reports GLF001 / GLF002 / GLF003 / GLF202 / GLF301 (their rules' RULES)
 
+CLEARABLE = ("GLF001", "GLF002", "GLF003")
 STORES = ("GLF001", "GLF002", "GLF003", "GLF004", "GLF005", "GLF010")
 WORDS = ("deepcopy", "AveragedModel", "ModelEma", "DataLoader", "multiprocessing", ".put(")
 
@@ -88,12 +89,24 @@ mp.Process(target=work, args=(queue,)).start()
 
 
 def settle(tree: ast.Module, imports, classes: dict, module_classes: set[str], findings: list[Finding],
-           source: str | None = None, reuse: bool = True) -> list[Finding]:
+           source: str | None = None, reuse: bool = True, opt_in: bool = True) -> list[Finding]:
     """``findings`` with the copy graph's: its own, and without the GLF202 of a copy of a plain
     object that the run judged in program order and found nothing on the graph at (the copy
-    of a session after its ``reset()``: the class keeps a tensor at times, not at that copy)."""
-    new, judged = _check(tree, imports, classes, module_classes, findings, source, reuse)
-    kept = [f for f in findings if not (f.code == "GLF202" and judged.get((f.line, f.col)) is False)]
+    of a session after its ``reset()``: the class keeps a tensor at times, not at that copy).
+    A class-level store that every run of the program clears again before it ends or copies
+    (``self.defunc.dxds = None`` after the solver's calls) goes to GLF010 (kept if ``opt_in``)."""
+    new, judged, cleared = _check(tree, imports, classes, module_classes, findings, source, reuse)
+    kept = []
+    for f in findings:
+        if f.code == "GLF202" and judged.get((f.line, f.col)) is False:
+            continue
+        line = f.line if f.code in CLEARABLE else f.data.get("cause_line") if (
+            f.code == "GLF202" and not f.data.get("cause_path")) else None
+        if line in cleared and f.data.get("kind") != "copy-graph":
+            f = cleared_by_program(f, cleared[line])
+            if not opt_in:
+                continue
+        kept.append(f)
     return kept + new
 
 
@@ -115,8 +128,9 @@ def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
         for (path, line, col), bad in p.judged.items():
             if path == here:
                 judged[(line, col)] = judged.get((line, col), False) or bad
+    cleared = _cleared(programs, here)
     if not sinks:
-        return [], judged
+        return [], judged, cleared
     module = getattr(imports.current, "name", "")
     # a store another rule reports already (GLF005 at construction, GLF002 of a helper) is not reported twice
     taken = {(f.line, f.col) for f in findings if f.code in STORES}
@@ -153,7 +167,19 @@ def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
         site.witness = _witness(first, sink, here)
         out.append(site)
         _stores(sink, here, taken, stores, module, classes)
-    return out + list(stores.values()), judged
+    return out + list(stores.values()), judged, cleared
+
+
+def _cleared(programs: list, here: str) -> dict[int, str]:
+    """Lines of this file's stores that some run made and took away again, and that no run
+    kept to its end or to a copy: line -> where it was cleared."""
+    survived = set().union(*(p.survived for p in programs)) if programs else set()
+    out: dict[int, str] = {}
+    for p in programs:
+        for (path, line), (at_path, at_line) in p.cleared.items():
+            if path == here and (path, line) not in survived:
+                out.setdefault(line, f"line {at_line}" if at_path == here else f"{_display(at_path)}:{at_line}")
+    return out
 
 
 def _stores(sink: Sink, here: str, taken: set, stores: dict, module: str, classes: dict) -> None:

@@ -90,6 +90,39 @@ class Snapshot(nn.Module):
 """,
         ["GLF201"],
     ),
+    (
+        # parameters handed on unchanged through the program's helpers (parameter groups for an
+        # optimizer picked from a table) are still leaves: the copy copies leaves
+        """
+import copy
+import torch
+OPTIMIZERS = {"sgd": torch.optim.SGD}
+def dispatch(name, params, lr):
+    return OPTIMIZERS[name](params, lr=lr)
+def build(model, lr):
+    groups = [{"params": [p for p in model.parameters()], "lr": lr}]
+    return dispatch("sgd", groups, lr)
+def train(model: torch.nn.Module):
+    state = {"optimizer": build(model, 0.1), "lr": 0.1}
+    return copy.deepcopy(state)
+""",
+        [],
+    ),
+    (
+        # the helper computes with the parameters: its results have a grad_fn
+        """
+import copy
+import torch
+def scaled(params, lr):
+    return [p * lr for p in params]
+def build(model, lr):
+    return scaled([p for p in model.parameters()], lr)
+def train(model: torch.nn.Module):
+    state = {"steps": build(model, 0.1), "lr": 0.1}
+    return copy.deepcopy(state)
+""",
+        ["GLF201"],
+    ),
 ]
 
 

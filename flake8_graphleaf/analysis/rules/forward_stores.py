@@ -268,6 +268,48 @@ class ForceError(Metric):
 """,
         ["GLF002"],
     ),
+    (
+        # a dict of named entries: each key holds what was put there (the mask is fresh, the
+        # energy is on the graph), also after an update and a key set on one path only
+        """
+import torch
+import torch.nn as nn
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+        self.mask = None
+    def forward(self, x):
+        data = {"mask": torch.ones(2), "energy": self.lin(x).sum()}
+        data.update(scale=2.0)
+        if x.dim() > 1:
+            data["count"] = torch.zeros(1)
+        self.mask = data["mask"]
+        self.count = data["count"]
+        return data["energy"]
+""",
+        [],
+    ),
+    (
+        """
+import torch
+import torch.nn as nn
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+    def forward(self, x):
+        data = {"mask": torch.ones(2)}
+        if x.dim() > 1:
+            data["energy"] = self.lin(x).sum()
+        data.update(self.extra(x))
+        self.last = data["mask"]
+        return data
+    def extra(self, x):
+        return {"mask": self.lin(x)}
+""",
+        ["GLF001"],
+    ),
 ]
 
 
