@@ -269,7 +269,11 @@ class Program:
                                       frame.func.name if frame.func is not None else "", root,
                                       atom == frame.self_atom and root == frame.self_name)
             elif direct:
-                self._took(self.kept.pop(key, None), frame.ctx.path, node)
+                taken = self.kept.pop(key, None)
+                if taken is not None and taken.node is not node:
+                    # a reset is another statement: the storing line run again with grad off
+                    # (an eval pass whose `if self.training:` the run does not decide) is not one
+                    self._took(taken, frame.ctx.path, node)
 
     def clear(self, holders, attr: str, frame: "Frame | None" = None, node: ast.AST | None = None) -> None:
         for atom in holders:

@@ -85,6 +85,32 @@ mp.Process(target=work, args=(queue,)).start()
 """,
         ["GLF301"],
     ),
+    (
+        # an eval pass under no_grad after training runs the same store again (the run does not
+        # decide `if self.training:`): that is no reset, the training step's tensor is still there
+        """
+import copy
+import torch
+import torch.nn as nn
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+        self.att = None
+    def forward(self, x):
+        h = self.lin(x)
+        if self.training:
+            self.att = h.sum(-1)
+        return h
+model = Net()
+model(torch.randn(3, 2)).sum().backward()
+model.eval()
+with torch.no_grad():
+    model(torch.randn(3, 2))
+best = copy.deepcopy(model)
+""",
+        ["GLF001", "GLF202"],
+    ),
 ]
 
 
