@@ -243,6 +243,17 @@ class Evaluator(CallSemantics):
         """For a test that tells whether a name holds a tensor: (name, True) when the name is no
         tensor where the test fails (``isinstance(x, torch.Tensor)``), (name, False) when it is
         no tensor where the test holds (``isinstance(x, str)``, ``not isinstance(x, Tensor)``)."""
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            # the body runs only where every part holds: `if self.normalize and w is None:`
+            for part in test.values:
+                name, is_tensor = self.tensor_test(part)
+                if name is not None and not is_tensor:
+                    return name, False
+            return None, False
+        if (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Name)
+                and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None
+                and isinstance(test.ops[0], (ast.Is, ast.IsNot))):
+            return test.left.id, isinstance(test.ops[0], ast.IsNot)  # `if w is None:` w is no tensor there
         found = self._isinstance_test(test)
         if found is None:
             return None, False

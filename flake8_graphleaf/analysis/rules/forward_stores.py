@@ -269,6 +269,42 @@ class ForceError(Metric):
         ["GLF002"],
     ),
     (
+        # where `w is None` holds (also as a part of an `and`), w is no tensor: the cache holds
+        # what a function makes from nothing but sizes
+        """
+import torch
+import torch.nn as nn
+def ones_norm(n, w):
+    return torch.ones(n) if w is None else w / w.sum()
+class Conv(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+        self.cached = None
+    def forward(self, x, w=None):
+        if self.lin.bias is not None and w is None:
+            w = ones_norm(x.size(0), w)
+            self.cached = w
+        return self.lin(x) * w[:, None]
+""",
+        [],
+    ),
+    (
+        """
+import torch.nn as nn
+class Conv(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+        self.cached = None
+    def forward(self, x, w=None):
+        if w is not None:
+            self.cached = w * self.lin.weight.sum()
+        return self.lin(x)
+""",
+        ["GLF001"],
+    ),
+    (
         # a dict of named entries: each key holds what was put there (the mask is fresh, the
         # energy is on the graph), also after an update and a key set on one path only
         """
