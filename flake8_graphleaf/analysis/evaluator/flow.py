@@ -461,12 +461,10 @@ def _mutated(old: Value, meth: str, call: ast.Call, args: list[Value], added: Va
             keys.setdefault(key.value, args[0])
             return old.with_keys(keys)
         return join(old, added)
-    named = {k.arg for k in call.keywords if k.arg is not None}
-    rest = join(*([a for a in args[:len(call.args)]] + [a for k, a in zip(call.keywords, args[len(call.args):])
-                                                        if k.arg is None]))
-    for k, a in zip(call.keywords, args[len(call.args):]):
-        if k.arg is not None:
-            keys[k.arg] = a
+    by_keyword = list(zip(call.keywords, args[len(call.args):]))
+    named = {k.arg: a for k, a in by_keyword if k.arg is not None}  # d.update(cell=c)
+    rest = join(*args[:len(call.args)], *(a for k, a in by_keyword if k.arg is None))  # d.update(other), **other
+    keys.update(named)
     if rest.keys is not None:  # d.update({"cell": c}) / d.update(other_dict_with_known_keys)
         keys.update(rest.keys)
     elif rest.kind > NOTHING.kind:  # d.update(other): any entry may now be one of other's
