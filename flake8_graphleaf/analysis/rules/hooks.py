@@ -4,13 +4,16 @@
 lambda is copied as is (its closure is not walked), but a bound method drags in its
 ``__self__`` and a callable object is copied whole.  So a hook's store is a finding
 when it lands on the hooked module, on the hook's own object (bound method or
-callable object), or on a module whose method defined the closure.  Backward hooks
+callable object), or on a module whose method defined the closure.  A bound method
+``self.forward`` that a base class registers is the subclass's override when the
+subclass has one (:func:`check_inherited`: the base may be in another file).  Backward hooks
 get gradients, which are leaves: they are not checked.
 """
 
 from __future__ import annotations
 
 import ast
+import os
 
 from .. import witness
 from ..findings import Finding
@@ -77,6 +80,40 @@ class Keeper:
     (
         """
 import torch.nn as nn
+class Hook:
+    def __init__(self):
+        self.stored = {}
+    def forward(self, module, input, output):
+        pass
+    def register(self, module):
+        return module.register_forward_hook(self.forward)
+class InputKeeper(Hook):
+    def forward(self, module, input, output):
+        self.stored["input"] = input
+""",
+        ["GLF003"],
+    ),
+    (
+        """
+import torch.nn as nn
+class Hook:
+    def __init__(self):
+        self.stored = {}
+    def forward(self, module, input, output):
+        pass
+    def register(self, module):
+        return module.register_forward_hook(self.forward)
+class InputKeeper(Hook):
+    def forward(self, module, input, output):
+        self.stored["input"] = tuple(x.detach() for x in input)
+    def backward(self, module, grad_input, grad_output):
+        self.stored["grad"] = grad_output
+""",
+        [],
+    ),
+    (
+        """
+import torch.nn as nn
 class Saver:
     def __init__(self, layer):
         layer.register_full_backward_hook(self.hook)
@@ -135,6 +172,65 @@ def check(tree: ast.AST, imports: ImportMap, classes: dict[str, ClassInfo], modu
         is_global = "register_module_" in ast.unparse(call.func)
         out += _check_hook(hook, kind, with_kwargs, imports, module_classes, call, is_global)
     return out
+
+
+def check_inherited(tree: ast.AST, imports: ImportMap, classes: dict[str, ClassInfo], module_classes: set[str]) -> list[Finding]:
+    """Hooks a base class registers as ``self.name`` (``module.register_forward_hook(self.forward)``
+    in ``Hook.register``), run as the subclass of this file overrides them: the bound method is
+    looked up on the object, so a subclass's ``forward`` is the hook that runs, whichever file
+    the registering base is in (:func:`check` resolves ``self.name`` in the registering class
+    only)."""
+    from ..program.helper_objects import program_class
+
+    out: list[Finding] = []
+    for info in classes.values():
+        registering = [(m, None) for m in info.facts.methods.values() if m not in info.node.body]
+        for qual in info.facts.bases:  # ancestors in other files
+            found = program_class(imports, qual)
+            if found is not None and found[1] is not info:
+                registering += [(m, found[0].path) for m in found[1].facts.methods.values()]
+        for method, path in registering:
+            for call, kind, attr, skip, bound_keywords, with_kwargs in _self_registrations(method):
+                hook_def = info.facts.methods.get(attr)
+                if hook_def is None or hook_def not in info.node.body:
+                    continue  # the base's own method: checked in the base's file
+                hook = _Hook(hook_def, True, info, skip, _method_self(hook_def))
+                hook.bound_keywords |= bound_keywords
+                at = f"{os.path.basename(path)}:{call.lineno}" if path else f"line {call.lineno}"
+                out += _check_hook(hook, kind, with_kwargs, imports, module_classes, call, False, at)
+    return out
+
+
+def _self_registrations(method) -> list:
+    """(call, kind, method name, partial's leading arguments, partial's keywords, with_kwargs) of
+    each forward-hook registration in ``method`` whose hook is a bound method of ``self``
+    (``self.forward``, ``functools.partial(self.hook, name)``); memoised on the node."""
+    cached = getattr(method, "_glf_self_hooks", None)
+    if cached is not None:
+        return cached
+    me = _method_self(method) if method.args.args else None
+    found = []
+    if me is not None:
+        for node in ast.walk(method):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name not in FORWARD or "register_module_" in name:
+                continue
+            expr = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "hook"), None)
+            skip, keywords = 0, set()
+            if isinstance(expr, ast.Call) and expr.args and (
+                    (isinstance(expr.func, ast.Name) and expr.func.id == "partial")
+                    or (isinstance(expr.func, ast.Attribute) and expr.func.attr == "partial")):
+                skip, keywords = len(expr.args) - 1, {k.arg for k in expr.keywords if k.arg}
+                expr = expr.args[0]
+            if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == me:
+                with_kwargs = any(k.arg == "with_kwargs" and not (isinstance(k.value, ast.Constant) and not k.value.value)
+                                  for k in node.keywords)
+                found.append((node, FORWARD[name], expr.attr, skip, keywords, with_kwargs))
+    method._glf_self_hooks = found
+    return found
 
 
 def _enclosing(node, parents, classes):
@@ -254,7 +350,8 @@ def _resolve(expr, scope, cls: ClassInfo | None, tree, classes, parents, skip: i
     return None
 
 
-def _check_hook(hook: _Hook, kind: str, with_kwargs: bool, imports, module_classes, call, is_global: bool = False) -> list[Finding]:
+def _check_hook(hook: _Hook, kind: str, with_kwargs: bool, imports, module_classes, call, is_global: bool = False,
+                registered: str | None = None) -> list[Finding]:
     func = hook.func
     args = func.args
     params = [a.arg for a in args.posonlyargs + args.args]
@@ -302,7 +399,7 @@ def _check_hook(hook: _Hook, kind: str, with_kwargs: bool, imports, module_class
             "the module that owns the closure" if on_self else "the hooked module")
         where = "is" if store.value.kind == GRAPH else "may be"
         holder = hook.owner.node.name if hook.owner is not None else "the hooked module"
-        out.append(_witnessed(store, kind, name, call, how, target, holder,
+        out.append(_witnessed(store, kind, name, registered or f"line {call.lineno}", how, target, holder,
             finding(
                 "GLF003", store.node,
                 f"{kind} hook '{name}' stores a tensor that {where} on the autograd graph ({origin_text(store.value)}) "
@@ -318,12 +415,12 @@ def _check_hook(hook: _Hook, kind: str, with_kwargs: bool, imports, module_class
     return out
 
 
-def _witnessed(store: Store, kind: str, name: str, call: ast.Call, how: str, target: str, holder: str, f: Finding) -> Finding:
+def _witnessed(store: Store, kind: str, name: str, registered: str, how: str, target: str, holder: str, f: Finding) -> Finding:
     root, _, rest = target.partition(".")
     attr = rest.split(".", 1)[0].split("[", 1)[0] or target
     f.witness = witness.make(
         store.value, store.node, store.stmt,
-        reached=f"{kind} hook '{name}', registered at line {call.lineno}: the hooked module runs it on every call",
+        reached=f"{kind} hook '{name}', registered at {registered}: the hooked module runs it on every call",
         grad=store.grad, kept="the hook does not clear it, and nothing shows it removed before a copy",
         copied=f"copy.deepcopy(model) copies {how}, and with it {root}.__dict__['{attr}']")
     return f
