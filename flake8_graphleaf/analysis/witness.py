@@ -103,6 +103,14 @@ def simple(source: str, kind: str, node: ast.AST, reached: str, kept: str, copie
             "grad": "enabled" if grad else "disabled", "kept": kept, "copied": copied}
 
 
+def chain(source: str, kind: str, steps: list[tuple[int, str, ast.AST]], reached: str, kept: str, copied: str) -> dict:
+    """A witness whose steps are statements of several files (a tensor made in one function and
+    copied in another): ``steps`` are (line, file prefix or "", node)."""
+    return {"source": source, "source_kind": kind,
+            "steps": [[line, prefix + _code("", node)] for line, prefix, node in steps],
+            "reached": reached, "grad": "enabled", "kept": kept, "copied": copied}
+
+
 def copied_text(target: str, buffer: bool = False, container: bool = False, helper: str | None = None) -> str:
     root, _, rest = target.partition(".")
     name = rest.split(".", 1)[0].split("[", 1)[0] if rest else target

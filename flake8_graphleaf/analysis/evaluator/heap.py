@@ -98,8 +98,12 @@ class Sink:
     node: ast.Call
     what: str  # copy.deepcopy(trainer), DataLoader(ds, ...), queue.put(out)
     kept: list[Kept]
-    value: Value = NOTHING  # queue / process: the value sent
+    value: Value = NOTHING  # queue / process: the value sent; "copy-arg": the tensor copied
     path: str = ""  # the file of the call
+    # "copy-arg": where the copied tensor was made, in the function that passed it on: (path, the
+    # statement that bound it there or the argument itself, the argument as written, the call
+    # that passed it, the function that made that call)
+    origin: tuple | None = None
 
 
 @dataclass
@@ -526,6 +530,8 @@ class Frame(Evaluator):
             if kept:
                 self.program.sinks.append(Sink(
                     "copy", node, f"{ast.unparse(func)}({ast.unparse(node.args[0])})", kept, path=self.ctx.path))
+            elif qual == "copy.deepcopy":
+                self._copied_argument(node, func)
             return result
         callees = self._callees(func)
         if not callees:
@@ -534,6 +540,7 @@ class Frame(Evaluator):
         kw = {k.arg or "**": self.eval(k.value) for k in node.keywords}
         pos_types = [self.types_of(a) for a in node.args]
         kw_types = {k.arg or "**": self.types_of(k.value) for k in node.keywords}
+        self.calling = node  # the call its callees' frames are made by (_copied_argument)
         results, types = [], set()
         for callee in callees:
             value, returned = self.call_atom(callee, pos, kw, pos_types, kw_types)
@@ -599,6 +606,36 @@ class Frame(Evaluator):
             value = Value(MODULE, f"{key.rpartition('::')[2]}(...)") if info is not None and info.facts.is_module else NOTHING
             return value, frozenset({atom})
         return NOTHING, EMPTY
+
+    def _copied_argument(self, node: ast.Call, func: ast.AST) -> None:
+        """``copy.deepcopy(inputs)`` of a parameter a caller gave a tensor on the graph (a test
+        harness copying its inputs): the copy raises, and the tensor was made where the caller
+        (or its caller, up the chain of calls that passed it on) bound it."""
+        arg = node.args[0]
+        if not isinstance(arg, ast.Name) or self.caller is None or self.func is None:
+            return
+        value = self.eval(arg)
+        if value.kind != GRAPH or arg.id not in _params(self.func):
+            return
+        frame, name = self, arg.id
+        while frame.caller is not None:
+            call = getattr(frame.caller, "calling", None)
+            given = _argument_for(frame.func, name, call, frame.self_atom is not None) if call is not None else None
+            if given is None:
+                return
+            frame = frame.caller
+            if isinstance(given, ast.Name) and frame.func is not None and given.id in _params(frame.func):
+                name = given.id
+                continue
+            break
+        else:
+            return
+        bound = _bound_before(frame.func.body if frame.func is not None else [], given, call.lineno)
+        where = bound if bound is not None else given
+        who = f"{frame.func.name}()" if frame.func is not None else "module-level code"
+        self.program.sinks.append(Sink(
+            "copy-arg", node, f"{ast.unparse(func)}({arg.id})", [], value, self.ctx.path,
+            (frame.ctx.path, where, ast.unparse(given), call, who)))
 
     # -- process boundaries -------------------------------------------------------
     def _process(self, node: ast.Call) -> Value:
@@ -913,6 +950,12 @@ def _live_defs(parsed, text: str | None = None) -> set[str]:
 TOP = "<module>"  # the module's own code, in _live_defs
 
 
+def may_reach_sink(parsed, text: str | None = None) -> bool:
+    """May a run of this file reach a copy or a send (:func:`_live_defs`: its text, or a name it
+    imports from a file of the program whose text names one)?"""
+    return bool(_live_defs(parsed, text))
+
+
 def _imported_live(project, qual: str) -> bool:
     """Is ``qual`` a module of the program, or a name of one, whose text names a copy or a send?"""
     for module in (qual, qual.rpartition(".")[0]):
@@ -944,3 +987,38 @@ def runs_for(imports, words: tuple[str, ...]) -> list[Program]:
         if done is not None:
             out.append(done)
     return out
+
+
+def _params(func) -> set[str]:
+    a = func.args
+    return {p.arg for p in a.posonlyargs + a.args + a.kwonlyargs}
+
+
+def _argument_for(func, name: str, call: ast.Call, method: bool):
+    """The expression ``call`` passes for ``func``'s parameter ``name``, or None."""
+    for k in call.keywords:
+        if k.arg == name:
+            return k.value
+    params = [p.arg for p in func.args.posonlyargs + func.args.args]
+    if method and params:
+        params = params[1:]
+    if name in params:
+        i = params.index(name)
+        if i < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[: i + 1]):
+            return call.args[i]
+    return None
+
+
+def _bound_before(body: list, given: ast.AST, line: int):
+    """The last plain assignment of the name ``given`` before ``line`` in ``body`` (walked
+    whole), as the statement's value, or None."""
+    if not isinstance(given, ast.Name):
+        return None
+    best = None
+    for stmt in body:
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Assign) and n.lineno < line and any(
+                    isinstance(t, ast.Name) and t.id == given.id for t in n.targets):
+                if best is None or n.lineno > best.lineno:
+                    best = n
+    return best

@@ -24,7 +24,7 @@ import os
 
 from .. import witness
 from ..findings import Finding
-from ..evaluator.heap import Kept, Sink, run_file, runs_for
+from ..evaluator.heap import Kept, Sink, may_reach_sink, run_file, runs_for
 from ..values import short
 from . import cleared_by_program, finding, origin_text
 
@@ -139,8 +139,10 @@ def settle(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
 def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], findings: list[Finding],
            source: str | None = None, reuse: bool = True) -> tuple[list[Finding], dict]:
     here = getattr(imports.current, "path", "<current>")
+    # its own run when its text copies or sends, or it calls a function of the program that may
+    # (a test handing its inputs to a harness that deep-copies them)
     programs = [run_file(tree, imports, classes, module_classes, here, source, reuse)] if source is None or any(
-        w in source for w in WORDS) else []
+        w in source for w in WORDS) or may_reach_sink(imports.current, source) else []
     project = getattr(imports, "project", None)
     on_disk = project.text_of(here) if project is not None else None
     if source is None or on_disk is None or on_disk == source:
@@ -148,7 +150,7 @@ def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
         # its own edits), whose positions and classes they do not know
         programs += runs_for(imports, WORDS)
     sinks = [s for p in programs for s in p.sinks
-             if s.path == here or any(k.path == here for k in s.kept)]
+             if s.path == here or any(k.path == here for k in s.kept) or s.origin is not None and s.origin[0] == here]
     judged: dict[tuple, bool] = {}
     for p in programs:
         for (path, line, col), bad in p.judged.items():
@@ -165,6 +167,9 @@ def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
     stores: dict[tuple, Finding] = {}
     for sink in sinks:
         node = sink.node
+        if sink.kind == "copy-arg":
+            out += _copied_argument(sink, here, copied_sites)
+            continue
         if sink.path == here:
             if (node.lineno, node.col_offset) in copied_sites:
                 continue
@@ -189,7 +194,7 @@ def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
                        "build the dataset from .detach()ed tensors")
         site = finding(code, node, message, data={"kind": "copy-graph", "cause_line": first.node.lineno,
                                                   "cause_code": first.code,
-                                                  "cause_path": None if first.path == here else _display(first.path)})
+                                                  "cause_path": None if first.path == here else _display(first.path, here)})
         site.witness = _witness(first, sink, here)
         out.append(site)
         _stores(sink, here, taken, stores, module, classes)
@@ -204,7 +209,7 @@ def _cleared(programs: list, here: str) -> dict[int, str]:
     for p in programs:
         for (path, line), (at_path, at_line) in p.cleared.items():
             if path == here and (path, line) not in survived:
-                out.setdefault(line, f"line {at_line}" if at_path == here else f"{_display(at_path)}:{at_line}")
+                out.setdefault(line, f"line {at_line}" if at_path == here else f"{_display(at_path, here)}:{at_line}")
     return out
 
 
@@ -228,7 +233,7 @@ def _local_class(atom: tuple, here: str, classes: dict) -> str | None:
 
 
 def _at(sink: Sink, here: str) -> str:
-    return f"line {sink.node.lineno}" if sink.path == here else f"{_display(sink.path)}:{sink.node.lineno}"
+    return f"line {sink.node.lineno}" if sink.path == here else f"{_display(sink.path, here)}:{sink.node.lineno}"
 
 
 def _holder(kept: Kept) -> str:
@@ -239,11 +244,16 @@ def _holder(kept: Kept) -> str:
 
 
 def _where(kept: Kept, here: str) -> str:
-    return f"line {kept.node.lineno}" if kept.path == here else f"{_display(kept.path)}:{kept.node.lineno}"
+    return f"line {kept.node.lineno}" if kept.path == here else f"{_display(kept.path, here)}:{kept.node.lineno}"
 
 
-def _display(path: str) -> str:
+def _display(path: str, here: str) -> str:
+    """Another file of the program as a message names it: from the checked file's folder when it
+    is there or below (``train.py``, ``utils/ema.py``), else from the working directory, else whole."""
     try:
+        rel = os.path.relpath(path, os.path.dirname(os.path.abspath(here)))
+        if not rel.startswith(".."):
+            return rel
         rel = os.path.relpath(path)
     except ValueError:
         return path
@@ -275,11 +285,48 @@ def _witness(kept: Kept, sink: Sink, here: str, at_copy: bool = True) -> dict:
                          copied=f"{sink.what} at {_at(sink, here)} copies {_holder(kept)} and with it "
                                 f"'{kept.target}'")
     if kept.path != here:
-        proof["steps"] = [[line, f"{_display(kept.path)}: {code}"] for line, code in proof["steps"]]
+        proof["steps"] = [[line, f"{_display(kept.path, here)}: {code}"] for line, code in proof["steps"]]
     site = short(sink.node)
     if at_copy:
-        proof["steps"].append([sink.node.lineno, site if sink.path == here else f"{_display(sink.path)}: {site}"])
+        proof["steps"].append([sink.node.lineno, site if sink.path == here else f"{_display(sink.path, here)}: {site}"])
     return proof
+
+
+def _copied_argument(sink: Sink, here: str, reported: set) -> list[Finding]:
+    """A tensor on the graph that one function makes and passes on, and another deep-copies:
+    GLF201 where it is made (naming the copy) and at the copy (naming where it was made)."""
+    path, made, given, call, who = sink.origin
+    out = []
+    copy_at = _at(sink, here)
+    made_at = f"line {made.lineno}" if path == here else f"{_display(path, here)}:{made.lineno}"
+    source = origin_text(sink.value)
+    def prefix(p: str) -> str:
+        return "" if p == here else f"{_display(p, here)}: "
+
+    proof = witness.chain(f"a tensor on the autograd graph ({source})", witness.source_kind(sink.value.origin or ""),
+                          [(made.lineno, prefix(path), made), (call.lineno, prefix(path), call),
+                           (sink.node.lineno, prefix(sink.path), sink.node)],
+                          reached=f"{who}, which passes '{given}' on in {short(call)}",
+                          kept="it is the value passed", copied=f"{sink.what} at {copy_at} copies the tensor itself")
+    if path == here and (made.lineno, made.col_offset) not in reported:
+        reported.add((made.lineno, made.col_offset))
+        f = finding("GLF201", made,
+                    f"'{given}' is a tensor on the autograd graph ({source}); {short(call)} deep-copies it "
+                    f"({sink.what} at {copy_at}) and raises RuntimeError (only graph leaves support deepcopy): "
+                    "make it a leaf where it is made (.detach(), or convert before requires_grad=True)",
+                    data={"kind": "copy-graph", "copied_at": sink.node.lineno})
+        f.witness = proof
+        out.append(f)
+    if sink.path == here and (sink.node.lineno, sink.node.col_offset) not in reported:
+        reported.add((sink.node.lineno, sink.node.col_offset))
+        f = finding("GLF201", sink.node,
+                    f"{sink.what} copies a tensor on the autograd graph ({source}) that {who} makes at {made_at} "
+                    f"and passes on; it raises RuntimeError: copy .detach().clone() of it, or pass a leaf",
+                    data={"kind": "copy-graph", "cause_line": made.lineno,
+                          "cause_path": None if path == here else _display(path, here)})
+        f.witness = proof
+        out.append(f)
+    return out
 
 
 def _sent(sink: Sink) -> Finding:
