@@ -64,7 +64,34 @@ COPY_PROTOCOL = ("__getstate__", *OWN_COPY)
 def copies_itself(info: ClassInfo) -> bool:
     """The class (or a base of its file) decides what a copy holds: it is not judged here
     (gpytorch's prediction strategy returns None from ``__deepcopy__``)."""
-    return any(name in info.facts.methods for name in COPY_PROTOCOL)
+    return any(name in info.facts.methods for name in COPY_PROTOCOL) or binds_own_copy(info)
+
+
+def binds_own_copy(info: ClassInfo) -> bool:
+    """Does the constructor (or a method of the object it calls) put a copy method on the object
+    itself (``self.__deepcopy__ = __deepcopy__.__get__(self, cls)``, fourierflow's weight-norm fix)? ``copy.deepcopy`` looks
+    ``__deepcopy__`` up on the object, so the instance's own one decides what a copy holds."""
+    found = info.facts.binds_own_copy
+    if found is None:
+        found = False
+        methods = info.facts.methods
+        todo, seen = ["__init__"], set()  # the constructor and the methods it calls on self
+        while todo and not found:
+            method = methods.get(todo.pop())
+            if method is None or method.name in seen or not method.args.args:
+                continue
+            seen.add(method.name)
+            me = method.args.args[0].arg
+            for n in ast.walk(method):
+                if isinstance(n, ast.Assign) and any(
+                        isinstance(t, ast.Attribute) and t.attr in OWN_COPY and isinstance(t.value, ast.Name)
+                        and t.value.id == me for t in n.targets):
+                    found = True
+                elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name)
+                      and n.func.value.id == me):
+                    todo.append(n.func.attr)
+        info.facts.binds_own_copy = found
+    return found
 
 
 def returns_self(func: ast.FunctionDef) -> bool:

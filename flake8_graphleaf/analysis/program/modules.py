@@ -58,6 +58,7 @@ class ClassFacts:
         # attr -> the self attributes a wrapper built in __init__ was given, set by a base in
         # another file (helper_objects.settle_given settles them)
         self.wraps: dict[str, set[str]] = {}
+        self.binds_own_copy: bool | None = None  # helper_objects.binds_own_copy, once asked
         self.given_settled = False
         # attr -> the literal it holds whenever training runs forward (flags.settled), once settled
         self.flags = None  # a flags.Settled

@@ -56,6 +56,18 @@ def on_trust(f: Finding, guess: str) -> Finding:
     return f
 
 
+def decides_own_copy(f: Finding, cls: str) -> Finding:
+    """The finding under the opt-in code: the class's objects decide what their copies hold (a
+    ``__deepcopy__`` / ``__reduce_ex__`` of the class, or one a method binds on the object), so
+    that a copy meets the non-leaf tensor is not shown."""
+    f.data["code_if_resolved"] = f.code
+    f.message = f"{f.code} own copy: {f.message} ({cls} decides what its copies hold: it has its own __deepcopy__)"
+    f.code = ARGUMENT_ONLY
+    if f.witness is not None:
+        f.witness["assumed"] = f"{cls}'s own __deepcopy__ copies the computed tensor"
+    return f
+
+
 def cleared_by_program(f: Finding, where: str) -> Finding:
     """The finding under the opt-in code: every run of the program that runs the store takes the
     tensor away again (at ``where``: the holder's owner resets it after the call) before the

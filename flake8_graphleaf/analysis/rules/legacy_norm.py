@@ -16,7 +16,8 @@ from ..findings import Finding
 from ..program.imports import ImportMap
 from ..program.modules import ClassInfo
 from ..program.stmtwalk import Parents, parent_map, walk_lines, word_lines
-from . import finding
+from ..program.helper_objects import copies_itself
+from . import decides_own_copy, finding
 
 RULES = {
     "GLF101": "legacy torch.nn.utils.weight_norm / remove_weight_norm",
@@ -44,6 +45,39 @@ from torch.nn.utils.parametrizations import weight_norm, spectral_norm
 conv = weight_norm(spectral_norm(nn.Conv1d(4, 4, 3)))
 """,
         [],
+    ),
+    (
+        """
+from torch.nn.utils.weight_norm import WeightNorm
+def normalised(module):
+    return any(isinstance(h, WeightNorm) for h in module._forward_pre_hooks.values())
+""",
+        [],
+    ),
+    (
+        """
+import copy, torch.nn as nn
+from torch.nn.utils import weight_norm
+class WNLinear(nn.Linear):
+    def __init__(self, n, m):
+        super().__init__(n, m)
+        weight_norm(self)
+""",
+        ["GLF101"],
+    ),
+    (
+        """
+import copy, torch.nn as nn
+from torch.nn.utils import weight_norm
+class WNLinear(nn.Linear):
+    def __init__(self, n, m):
+        super().__init__(n, m)
+        weight_norm(self)
+        self.__deepcopy__ = self._copy_without_weight.__get__(self, type(self))
+    def _copy_without_weight(self, memo):
+        ...
+""",
+        ["GLF010"],
     ),
     (
         """
@@ -104,7 +138,7 @@ def check(tree: ast.AST, imports: ImportMap, classes: dict[str, ClassInfo], sour
         parents = parent_map(tree)
     out = []
     for node, (code, name, new) in hits:
-        if _is_fallback(node, parents, imports):
+        if _is_fallback(node, parents, imports) or _only_named(node, parents):
             continue
         cls = _enclosing_class(node, parents)
         removal = name.startswith("remove_")
@@ -116,6 +150,11 @@ def check(tree: ast.AST, imports: ImportMap, classes: dict[str, ClassInfo], sour
         else:
             message = f"legacy torch.nn.utils.{name} {_WHEN[code]}: use {new}"
         f = finding(code, node, message, class_name=cls, attribute=name, data={"new": new, "qual": imports.qualname(node)})
+        if not removal and cls in classes and _normalises_self(node, parents) and copies_itself(classes[cls]):
+            # the class's objects decide their own copies (a __deepcopy__ of the class or one bound
+            # on the object): that a copy meets the computed weight is not shown
+            out.append(decides_own_copy(f, cls))
+            continue
         f.witness = witness.simple(
             f"torch.nn.utils.{name}: the legacy API registers a forward pre-hook that recomputes 'weight' from "
             "its parameters (weight_g / weight_v, weight_orig): a non-leaf tensor kept on the module",
@@ -123,6 +162,26 @@ def check(tree: ast.AST, imports: ImportMap, classes: dict[str, ClassInfo], sour
             "from the legacy norm", copied="copy.deepcopy(model) copies the module's __dict__['weight']")
         out.append(f)
     return out
+
+
+def _only_named(node, parents) -> bool:
+    """The legacy name is only tested against (``isinstance(hook, WeightNorm)``), not used."""
+    cur = parents.get(node)
+    if isinstance(cur, ast.Tuple):
+        cur = parents.get(cur)
+    return (isinstance(cur, ast.Call) and isinstance(cur.func, ast.Name) and cur.func.id in ("isinstance", "issubclass")
+            and node is not cur.func and (node in cur.args[1:] or any(node in getattr(a, "elts", ()) for a in cur.args[1:])))
+
+
+def _normalises_self(node, parents) -> bool:
+    """``weight_norm(self)`` / ``weight_norm(self.proj)`` in a method: the class's own object."""
+    call = parents.get(node)
+    if not (isinstance(call, ast.Call) and call.func is node and call.args):
+        return False
+    target = call.args[0]
+    while isinstance(target, ast.Attribute):
+        target = target.value
+    return isinstance(target, ast.Name) and target.id == "self"
 
 
 def _enclosing_class(node, parents) -> str | None:
