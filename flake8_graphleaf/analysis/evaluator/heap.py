@@ -791,6 +791,15 @@ class HeapWalker(Walker):
                         key = (atom, "[]")
                         f.program.held[key] = f.program.held.get(key, EMPTY) | flatten(types)
                 f.program.store(holders, "[]", value, f, target, stmt, ast.unparse(target), "GLF002", False)
+        elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Attribute):
+            # self.logged[name] = metric: the objects put in a dict or list an object holds (the
+            # store itself, of a graph tensor, is the walker's container store)
+            added = flatten(types)
+            if added:
+                for atom in flatten(f.types_of(target.value)):
+                    if atom[0] == "alloc":
+                        key = (atom, "[]")
+                        f.program.held[key] = f.program.held.get(key, EMPTY) | added
         super().assign(target, value_node, value, stmt)
 
     def _hold(self, target: ast.Attribute, types) -> None:

@@ -16,7 +16,7 @@ import ast
 
 from .copysafe_state import OWN_COPY
 from .modules import ClassInfo, collect_classes
-from .project_view import resolve
+from .project_view import resolve_from
 
 
 def file_classes(parsed) -> tuple[dict[str, ClassInfo], set[str]]:
@@ -37,7 +37,7 @@ def program_class(imports, qualname: str):
     if current is not None and module == current.name and name in current.defs:
         parsed = current
     else:
-        found = resolve(getattr(imports, "project", None), qualname)
+        found = resolve_from(imports, qualname)  # a module beside the importing file first
         parsed = found.module if found is not None else None
     if parsed is None:
         return None
