@@ -438,6 +438,8 @@ def _mapping_arguments(call: ast.Call, ev) -> bool:
             return True
         if isinstance(a, ast.Name) and a.id in ev.containers:
             return True
+        if isinstance(a, ast.Name) and getattr(ev.env.get(a.id), "keys", None) is not None:
+            return True  # a dict with string keys (a step's returned {"loss": loss, "pred": out})
     return False
 
 

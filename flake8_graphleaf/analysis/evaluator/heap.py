@@ -717,11 +717,14 @@ class HeapWalker(Walker):
         root's object as for a one-step path."""
         target = store.target
         f = self.frame
-        if store.kind == "container" and isinstance(target, ast.Attribute) and not isinstance(target.value, ast.Name):
+        if store.kind == "container" and isinstance(target, ast.Attribute):
             holders = frozenset(a for a in flatten(f.types_of(target)) if a[0] == "alloc")
             if holders:
                 f.program.store(holders, "[]", store.value, f, store.node, store.stmt, store.text, "GLF002", False)
-                return True
+                if not isinstance(target.value, ast.Name):
+                    return True
+                # self.metrics.update(out): on the dict itself too, so that a copy of the dict
+                # alone (deepcopy(self.metrics)) reaches it; and on the object, as a one-step path
         if store.kind == "attr" and isinstance(target, ast.Attribute) and isinstance(target.value, ast.Attribute):
             holders = frozenset(a for a in flatten(f.types_of(target.value)) if a[0] in ("obj", "alloc"))
             if holders:
@@ -837,6 +840,8 @@ class HeapWalker(Walker):
         if isinstance(func, ast.Attribute) and func.attr == "clear" and isinstance(func.value, ast.Attribute):
             root = target_root(func.value)
             if root is not None:
+                # the container's own items first: clearing the attribute forgets what it holds
+                f.program.clear(frozenset(a for a in flatten(f.types_of(func.value)) if a[0] == "alloc"), "[]", f, stmt)
                 f.program.clear(flatten(f.types_of(func.value.value)), func.value.attr, f, stmt)
         super().call_statement(call, stmt)
 
