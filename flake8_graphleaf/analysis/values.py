@@ -108,6 +108,8 @@ def constant_names(value: Value) -> list[str] | None:
 
 
 def join(*values: Value) -> Value:
+    if len(values) == 1:
+        return values[0]  # one path: nothing to forget (a call's one result keeps its tuple's items)
     best = NOTHING
     for v in values:
         if v.kind > best.kind:

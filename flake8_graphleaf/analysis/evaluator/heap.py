@@ -56,6 +56,7 @@ Types = frozenset
 
 EMPTY: frozenset = frozenset()
 QUEUE = ("queue",)
+MP_CONTEXT = ("mp-context",)  # multiprocessing.get_context(...): its Queue() / Process() are the real ones
 
 _PROCESSES = ("Process",)
 _HOOKS = ("register_forward_hook", "register_full_backward_hook", "register_backward_hook",
@@ -492,9 +493,13 @@ class Frame(Evaluator):
             if recv.kind in (MODULE, LEAF) or flatten(self.types_of(func.value)):
                 self.program.hooks.append((self.types_of(node.args[0]), self, attr))
             return NOTHING
+        if _mp(qual, ("get_context",)):
+            for a in node.args:
+                self.eval(a)
+            self.call_types[id(node)] = frozenset({MP_CONTEXT})
+            return NOTHING
         if _mp(qual, _QUEUES) or (attr in _QUEUES and isinstance(func, ast.Attribute)
-                                   and _mp(self.imports.qualname(func.value.func) if isinstance(func.value, ast.Call)
-                                           else None, ("get_context",))):
+                                   and MP_CONTEXT in flatten(self.types_of(func.value))):
             self.call_types[id(node)] = frozenset({QUEUE})
             return NOTHING
         if attr in ("put", "put_nowait") and node.args and QUEUE in flatten(self.types_of(func.value)):
