@@ -480,7 +480,13 @@ def _merge(dicts: list[dict]) -> dict:
     for d in dicts:
         for k, v in d.items():
             paths.setdefault(k, []).append(v)
-    return {k: merge_paths(vs) for k, vs in paths.items()}
+    n = len(dicts)
+    out = {}
+    for k, vs in paths.items():
+        first = vs[0]
+        # a name no path changed holds what it held (most of them: each path starts from a copy)
+        out[k] = first if len(vs) == n and all(v is first for v in vs) else merge_paths(vs)
+    return out
 
 
 def overwritten_later(

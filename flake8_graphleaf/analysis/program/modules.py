@@ -59,6 +59,9 @@ class ClassFacts:
         # another file (helper_objects.settle_given settles them)
         self.wraps: dict[str, set[str]] = {}
         self.binds_own_copy: bool | None = None  # helper_objects.binds_own_copy, once asked
+        # attributes some method binds to a function of the program (``self._build_nn =
+        # build_mlp``, a def of the method or of the file): callables, whatever else is assigned
+        self.callables: set[str] = set()
         self.given_settled = False
         # attr -> the literal it holds whenever training runs forward (flags.settled), once settled
         self.flags = None  # a flags.Settled
@@ -176,6 +179,9 @@ def collect_classes(tree: ast.AST, imports: ImportMap, extra_bases: frozenset[st
     module_classes = {n for n, c in classes.items() if c.facts.is_module}
     for info in _base_first(classes):
         _collect_attributes(info, classes, imports, module_classes)
+        if info.facts.callables:  # a builder function the class calls, not a submodule
+            info.facts.submodules -= info.facts.callables
+            info.facts.functional |= info.facts.callables
     return classes
 
 
@@ -241,6 +247,7 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
             f.submodule_quals.setdefault(k, q)
         f.injected |= base.injected
         f.given_models |= base.given_models
+        f.callables |= base.callables
         f.bases += [q for q in base.bases if q not in f.bases]  # ancestors in other files, through this file's bases
         for k, q in base.wraps.items():
             f.wraps.setdefault(k, set()).update(q)
@@ -284,6 +291,10 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
                 if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == self_name:
                     f.assigned.add(t.attr)
                     _classify(f, t.attr, value, imports, module_classes, init_args, node.lineno)
+                    if (isinstance(value, ast.Name) and _names_function(value.id, method, imports)) or (
+                            isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name)
+                            and value.value.id == self_name and value.attr in f.methods):
+                        f.callables.add(t.attr)  # self._build_nn = build_mlp / self.build_mlp: a def of the program
                     if isinstance(value, ast.Name) and method.name == "__init__":
                         if made_here is None:
                             made_here = _local_instances(method, imports, module_classes)
@@ -294,6 +305,15 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
                     given = value.values if isinstance(value, ast.BoolOp) else [value]  # self.m = m or Default()
                     if method.name == "__init__" and any(isinstance(v, ast.Name) and v.id in init_args for v in given):
                         f.injected.add(t.attr)
+
+
+def _names_function(name: str, method: ast.FunctionDef, imports: ImportMap) -> bool:
+    """Is ``name`` a function defined in ``method`` or at the top of its file?"""
+    if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name and n is not method
+           for n in ast.walk(method)):
+        return True
+    current = getattr(imports, "current", None)
+    return isinstance(getattr(current, "defs", {}).get(name), (ast.FunctionDef, ast.AsyncFunctionDef))
 
 
 def _classify(f: ClassFacts, attr: str, value: ast.AST, imports: ImportMap, module_classes: set[str], init_args: set[str], line: int) -> None:

@@ -32,6 +32,27 @@ BREAKING = frozenset({"GLF001", "GLF002", "GLF003", "GLF004", "GLF005", "GLF101"
 EXAMPLES = [
     (
         """
+import copy, torch.nn as nn
+class Estimator:
+    def __init__(self, theta):
+        self._theta = theta
+    def set_model(self, model="mlp"):
+        def build_mlp(theta):
+            return nn.Sequential(nn.Linear(theta.shape[1], 4), nn.ReLU(), nn.Linear(4, 1))
+        self._build_nn = build_mlp if model == "mlp" else model
+        if model == "resnet":
+            self._build_nn = self.build_resnet
+    def build_resnet(self, theta):
+        return nn.Linear(theta.shape[1], 1)
+    def train(self):
+        self._net = self._build_nn(self._theta)
+        self._net(self._theta).sum().backward()
+        return copy.deepcopy(self._net)
+""",
+        [],
+    ),
+    (
+        """
 import copy
 def snapshot(model, x):
     out = model(x)
