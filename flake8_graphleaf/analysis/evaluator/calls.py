@@ -351,6 +351,12 @@ class CallSemantics:
 
     def _self_call(self, node, meth, pos, kw, everything) -> Value:
         facts = self.facts
+        if facts is not None and meth in facts.methods and is_property(facts.methods[meth]):
+            # self.backbone(x) with a @property backbone: a call of what the property returns
+            held = self.self_attr(meth)
+            if held.kind == MODULE:
+                return self.module_call(f"self.{meth}(...)", pos, kw)
+            return self.computed(NOTHING, everything).assumed(f"self.{meth}(...)") if everything.kind >= MODULE else NOTHING
         if facts is not None and meth in facts.methods:
             if meth in ("forward", "__call__"):
                 result = self.on_method(meth, pos, kw, self.grad) if self.on_method else None
@@ -394,3 +400,12 @@ class CallSemantics:
         return self.computed(NOTHING, everything).assumed(f"self.{meth}(...)") if everything.kind >= MODULE else NOTHING
 
     # -- binding ------------------------------------------------------------------
+
+
+def is_property(func: ast.FunctionDef) -> bool:
+    """``@property`` (or ``@functools.cached_property``) on a method: reading the name runs it."""
+    for d in func.decorator_list:
+        name = d.attr if isinstance(d, ast.Attribute) else d.id if isinstance(d, ast.Name) else ""
+        if name in ("property", "cached_property"):
+            return True
+    return False

@@ -316,7 +316,24 @@ def _names_function(name: str, method: ast.FunctionDef, imports: ImportMap) -> b
     return isinstance(getattr(current, "defs", {}).get(name), (ast.FunctionDef, ast.AsyncFunctionDef))
 
 
+def _module_like(node: ast.AST, imports: ImportMap, module_classes: set[str], init_args: set[str]) -> bool:
+    """A module given to ``__init__`` (``backbone``) or built there (``nn.Linear(...)``, a module class)."""
+    if isinstance(node, ast.Name):
+        return node.id in init_args and looks_like_module_name(node.id)
+    if isinstance(node, ast.Call):
+        qual = imports.qualname(node.func) or ""
+        last = _callee_last(node.func)
+        return (qual.startswith("torch.nn.") and last[:1].isupper() and "functional" not in qual) or last in module_classes
+    return False
+
+
 def _classify(f: ClassFacts, attr: str, value: ast.AST, imports: ImportMap, module_classes: set[str], init_args: set[str], line: int) -> None:
+    if isinstance(value, (ast.List, ast.Tuple)) and value.elts and all(
+            _module_like(e, imports, module_classes, init_args) for e in value.elts):
+        # self._backbone = [backbone]: a plain list that keeps a module out of the registered
+        # submodules (its state_dict); calling an element is a module call, and deepcopy copies it
+        f.submodules.add(attr)
+        return
     if isinstance(value, ast.Call):
         func = value.func
         qual = imports.qualname(func) or ""

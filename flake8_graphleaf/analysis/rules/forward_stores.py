@@ -29,6 +29,44 @@ EXAMPLES = [
     (
         """
 import torch.nn as nn
+class MultiTask(nn.Module):
+    def __init__(self, backbone, heads):
+        super().__init__()
+        self._backbone = [backbone]  # kept out of the state_dict
+        self.heads = heads
+    @property
+    def backbone(self):
+        return self._backbone[0]
+    def forward(self, x):
+        rep = self.backbone(x)
+        if self.training:
+            self.rep = rep
+        return [head(rep) for head in self.heads]
+""",
+        ["GLF001"],
+    ),
+    (
+        """
+import torch.nn as nn
+class MultiTask(nn.Module):
+    def __init__(self, backbone, heads):
+        super().__init__()
+        self._backbone = [backbone]
+        self.heads = heads
+    @property
+    def backbone(self):
+        return self._backbone[0]
+    def forward(self, x):
+        rep = self.backbone(x)
+        if self.training:
+            self.rep = rep.detach()
+        return [head(rep) for head in self.heads]
+""",
+        [],
+    ),
+    (
+        """
+import torch.nn as nn
 class Net(nn.Module):
     def __init__(self):
         super().__init__()
