@@ -160,7 +160,9 @@ class CallSemantics:
             return NOTHING
         if qual.startswith("torch.nn.") and name[:1].isupper():
             return Value(MODULE, f"{name}(...)")
-        if name == "checkpoint" or qual.startswith("torch.utils.checkpoint"):
+        if name in ("checkpoint", "checkpoint_sequential"):
+            # runs the function it is given on the arguments (get_device_states and the other
+            # helpers of torch.utils.checkpoint are not: RNG states and device ids)
             return self.module_call(f"{qual}(...)", pos, kw) if everything.kind >= MODULE else NOTHING
         if qual.startswith(("torch.optim.", "torch.distributions.constraints")):
             return NOTHING  # optimizers and schedulers hold parameters, they compute nothing

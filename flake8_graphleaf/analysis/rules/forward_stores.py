@@ -28,6 +28,27 @@ RULES = {
 EXAMPLES = [
     (
         """
+import torch, torch.nn as nn
+from torch.utils.checkpoint import checkpoint, get_device_states
+class Deterministic(nn.Module):
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+    def forward(self, *args):
+        self.gpu_devices, self.gpu_states = get_device_states(*args)  # device ids, RNG states
+        return self.net(*args)
+class Checkpointed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = nn.Linear(4, 4)
+    def forward(self, x):
+        self.last = checkpoint(self.block, x, use_reentrant=False)
+        return self.last
+""",
+        ["GLF010", "GLF010", "GLF001"],
+    ),
+    (
+        """
 import torch.nn as nn
 class MultiTask(nn.Module):
     def __init__(self, backbone, heads):
