@@ -216,12 +216,25 @@ def _cleared(programs: list, here: str) -> dict[int, str]:
 def _stores(sink: Sink, here: str, taken: set, stores: dict, module: str, classes: dict) -> None:
     """Put the stores of this file that ``sink`` copies into ``stores`` (once each)."""
     for kept in sink.kept:
-        if kept.path != here or kept.code == "GLF301":
+        if kept.path != here:
             continue
         key = (kept.node.lineno, kept.node.col_offset)
         if key in taken or key in stores:
             continue
-        stores[key] = _store(kept, sink, here, module, classes)
+        stores[key] = _dataset(kept, sink, here) if kept.code == "GLF301" else _store(kept, sink, here, module, classes)
+
+
+def _dataset(kept: Kept, sink: Sink, here: str) -> Finding:
+    """A TensorDataset of tensors that require grad, which a DataLoader's workers index: each
+    item is a view with a grad_fn, which the worker cannot send back."""
+    f = finding("GLF301", kept.node,
+                f"{short(kept.node)} holds a tensor that requires grad ({origin_text(kept.value)}); "
+                f"{sink.what} at {_at(sink, here)} indexes it in worker processes, whose items (views with a "
+                "grad_fn) cannot be sent back ('Cowardly refusing to serialize non-leaf tensor which requires_grad'): "
+                "build the dataset from .detach()ed tensors",
+                data={"kind": "copy-graph", "copied_at": sink.node.lineno})
+    f.witness = _witness(kept, sink, here, at_copy=False)
+    return f
 
 
 def _local_class(atom: tuple, here: str, classes: dict) -> str | None:
