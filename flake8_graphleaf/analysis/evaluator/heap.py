@@ -617,12 +617,15 @@ class Frame(Evaluator):
         harness copying its inputs): the copy raises, and the tensor was made where the caller
         (or its caller, up the chain of calls that passed it on) bound it."""
         arg = node.args[0]
-        if not isinstance(arg, ast.Name) or self.caller is None or self.func is None:
+        if self.caller is None or self.func is None:
+            return
+        name = _passed_parameter(self.func, arg, node.lineno)
+        if name is None:
             return
         value = self.eval(arg)
-        if value.kind != GRAPH or arg.id not in _params(self.func):
+        if value.kind != GRAPH:
             return
-        frame, name = self, arg.id
+        frame = self
         while frame.caller is not None:
             call = getattr(frame.caller, "calling", None)
             given = _argument_for(frame.func, name, call, frame.self_atom is not None) if call is not None else None
@@ -635,11 +638,11 @@ class Frame(Evaluator):
             break
         else:
             return
-        bound = _bound_before(frame.func.body if frame.func is not None else [], given, call.lineno)
-        where = bound if bound is not None else given
+        body = frame.func.body if frame.func is not None else []
+        where = _made_in(value, body, call.lineno) or _bound_before(body, given, call.lineno) or given
         who = f"{frame.func.name}()" if frame.func is not None else "module-level code"
         self.program.sinks.append(Sink(
-            "copy-arg", node, f"{ast.unparse(func)}({arg.id})", [], value, self.ctx.path,
+            "copy-arg", node, f"{ast.unparse(func)}({ast.unparse(arg)})", [], value, self.ctx.path,
             (frame.ctx.path, where, ast.unparse(given), call, who)))
 
     # -- process boundaries -------------------------------------------------------
@@ -1013,6 +1016,37 @@ def _params(func) -> set[str]:
     return {p.arg for p in a.posonlyargs + a.args + a.kwonlyargs}
 
 
+def _passed_parameter(func, arg: ast.AST, line: int, depth: int = 0) -> str | None:
+    """The parameter of ``func`` the copied expression comes from: itself (``inputs``), through an
+    item or attribute (``d[key]``), or through a local bound from it before the copy
+    (``d = dict(data)``); None when it is made here."""
+    root = arg
+    while isinstance(root, (ast.Subscript, ast.Attribute)):
+        root = root.value
+    if not isinstance(root, ast.Name) or depth > 3:
+        return None
+    if root.id in _params(func):
+        return root.id
+    bound = _bound_before(func.body, root, line, items=False)
+    if bound is None:
+        return None
+    names = {n.id for n in ast.walk(bound.value) if isinstance(n, ast.Name)} & _params(func)
+    if len(names) != 1:
+        return None
+    return _passed_parameter(func, ast.Name(id=names.pop()), bound.lineno, depth + 1)
+
+
+def _made_in(value: Value, body: list, line: int):
+    """The last step of the value's witness trail that is a statement of ``body`` before ``line``
+    (``batch["pred"] = model(batch["image"])``), or None."""
+    ids = {id(n) for stmt in body for n in ast.walk(stmt)}
+    steps = [node for step_line, _target, node in value.trail if id(node) in ids and step_line < line]
+    if not steps:
+        return None
+    node = steps[-1]
+    return node
+
+
 def _argument_for(func, name: str, call: ast.Call, method: bool):
     """The expression ``call`` passes for ``func``'s parameter ``name``, or None."""
     for k in call.keywords:
@@ -1028,16 +1062,23 @@ def _argument_for(func, name: str, call: ast.Call, method: bool):
     return None
 
 
-def _bound_before(body: list, given: ast.AST, line: int):
-    """The last plain assignment of the name ``given`` before ``line`` in ``body`` (walked
-    whole), as the statement's value, or None."""
+def _bound_before(body: list, given: ast.AST, line: int, items: bool = True):
+    """The last assignment of the name ``given`` (or of an item or attribute of it) before
+    ``line`` in ``body`` (walked whole), or None."""
     if not isinstance(given, ast.Name):
         return None
     best = None
     for stmt in body:
         for n in ast.walk(stmt):
             if isinstance(n, ast.Assign) and n.lineno < line and any(
-                    isinstance(t, ast.Name) and t.id == given.id for t in n.targets):
+                    _rooted(t, given.id) if items else isinstance(t, ast.Name) and t.id == given.id for t in n.targets):
                 if best is None or n.lineno > best.lineno:
                     best = n
     return best
+
+
+def _rooted(target: ast.AST, name: str) -> bool:
+    """``name = ...``, or a store into it: ``name["pred"] = ...``, ``name.out = ...``."""
+    while isinstance(target, (ast.Subscript, ast.Attribute)):
+        target = target.value
+    return isinstance(target, ast.Name) and target.id == name

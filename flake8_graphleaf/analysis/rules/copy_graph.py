@@ -324,7 +324,7 @@ def _copied_argument(sink: Sink, here: str, reported: set) -> list[Finding]:
     if path == here and (made.lineno, made.col_offset) not in reported:
         reported.add((made.lineno, made.col_offset))
         f = finding("GLF201", made,
-                    f"'{given}' is a tensor on the autograd graph ({source}); {short(call)} deep-copies it "
+                    f"'{given}' is or holds a tensor on the autograd graph ({source}); {short(call)} deep-copies it "
                     f"({sink.what} at {copy_at}) and raises RuntimeError (only graph leaves support deepcopy): "
                     "make it a leaf where it is made (.detach(), or convert before requires_grad=True)",
                     data={"kind": "copy-graph", "copied_at": sink.node.lineno})
