@@ -55,12 +55,17 @@ def test_facts_the_rules_rely_on():
     normal = torch_facts.distribution("torch.distributions.Normal")
     assert normal["holds"] and normal["methods"]["sample"] == "fresh" and normal["methods"]["rsample"] == "carries"
     assert torch_facts.module_api("parameters") == "leaves" and torch_facts.module_api("state_dict") == "fresh"
+    # x.to(x.dtype) is x itself; another dtype makes a copy with history, positional or keyword
+    assert torch_facts.tensor_method("to", "1:T").alias and set(torch_facts.dtype_copies("to")) == {"positional", "keyword"}
+    assert torch_facts.default_dtype() == "float32" and torch_facts.dtype_name("torch.double") == "float64"
+    assert torch_facts.integral_dtype("torch.long") and torch_facts.integral_dtype("torch.bool")
+    assert not torch_facts.integral_dtype("torch.float16") and not torch_facts.integral_dtype("torch.nothing")
 
 
 def test_the_linter_reads_no_hand_kept_list_of_what_carries_history():
     # the lists the table replaced are gone from the analysis
     import flake8_graphleaf.analysis.facts.torch_names as names
 
-    for gone in ("NON_DIFF_METHODS", "NON_DIFF_ATTRS", "NON_DIFF_TORCH", "NON_DIFF_QUALNAMES", "TENSOR_VIEW_ATTRS",
+    for gone in ("INT_DTYPES", "NON_DIFF_METHODS", "NON_DIFF_ATTRS", "NON_DIFF_TORCH", "NON_DIFF_QUALNAMES", "TENSOR_VIEW_ATTRS",
                  "SHAPE_ONLY_ARGS", "MODULE_API_LEAVES", "MODULE_API_MODULES", "MODULE_API_NONE"):
         assert not hasattr(names, gone), gone

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import warnings
 from dataclasses import dataclass
 
@@ -68,6 +69,9 @@ def python_files(paths: list[str]) -> list[str]:
     return sorted(set(out))
 
 
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+
+
 class ProjectIndex:
     """Lazy: files are listed when first needed, and a file is parsed and summarised only when a
     question names something its text contains (``is_layer("pkg.att.AttDot")`` reads the files
@@ -80,6 +84,7 @@ class ProjectIndex:
         self._files: list[str] | None = None
         self._texts: dict[str, str] = {}
         self._answers: dict = {}
+        self._words: dict[str, list[str]] | None = None  # identifier -> the files whose text has it
 
     @classmethod
     def build(cls, paths: list[str], cache=None) -> "ProjectIndex":
@@ -91,6 +96,7 @@ class ProjectIndex:
             return  # already indexed
         self.paths = [p for p in self.paths if not p.startswith(path.rstrip(os.sep) + os.sep)] + [path]
         self._files = None
+        self._words = None
         self._answers.clear()
 
     # -- files ----------------------------------------------------------------------
@@ -114,10 +120,24 @@ class ProjectIndex:
         return t
 
     def mentioning(self, word: str) -> list[str]:
-        """Files whose text contains ``word``; for a class name (CamelCase), the files that call
-        it (``Name(``).  A substring scan of the texts, read once: cheap beside any parse."""
+        """Files whose text has ``word`` (an identifier: as a whole word, so ``Name`` is not found
+        in ``MyName``); for a class name (CamelCase), the files that call it (``Name(``).  From an
+        index of every file's words, built from the texts on the first question."""
         needle = word + "(" if word[:1].isupper() else word
+        if _IDENTIFIER.fullmatch(word):
+            # the files that have the identifier at all (an index of every file's words, built on
+            # the first question: one pass over the texts instead of one per question)
+            return [p for p in self._with_word(word) if needle in self.text(p)]
         return [p for p in self.files() if needle in self.text(p)]
+
+    def _with_word(self, word: str) -> list[str]:
+        if self._words is None:
+            words: dict[str, list[str]] = {}
+            for p in self.files():
+                for w in set(_IDENTIFIER.findall(self.text(p))):
+                    words.setdefault(w, []).append(p)
+            self._words = words
+        return self._words.get(word, [])
 
     def summary(self, path: str) -> dict | None:
         if path in self.summaries:

@@ -531,6 +531,41 @@ def probe_module_attributes(torch) -> dict:
             if not n.startswith("_") and isinstance(v, (bool, int, float, str, type(None)))}
 
 
+def probe_dtypes(torch) -> dict:
+    """``torch.float64``, ``torch.double`` ...: each dtype name torch has, as torch prints it, the
+    default dtype (what a tensor made without one has), and those that can carry history."""
+    dtypes = {n: getattr(torch, n) for n in sorted(dir(torch))
+              if not n.startswith("_") and isinstance(getattr(torch, n, None), torch.dtype)}
+    names = {n: str(d).rpartition(".")[2] for n, d in dtypes.items()}
+    # the dtypes a tensor can require grad in (an integer or boolean result never has a grad_fn)
+    differentiable = sorted({names[n] for n, d in dtypes.items() if d.is_floating_point or d.is_complex})
+    return {"names": names, "default": str(torch.get_default_dtype()).rpartition(".")[2],
+            "differentiable": differentiable}
+
+
+def probe_dtype_copies(torch, methods: dict) -> dict:
+    """The tensor methods the table has as an alias of their tensor (``x.to(x)``, ``x.float()`` of a
+    float tensor: the same object) that make a new tensor carrying its history when given another
+    dtype: how they take it ("positional": ``x.to(torch.float64)``, "keyword": ``x.to(dtype=...)``)."""
+    out = {}
+    for name, entry in sorted(methods.items()):
+        entries = entry["sig"].values() if "sig" in entry else [entry]
+        if not any(e.get("alias") for e in entries):
+            continue
+        ways = []
+        for way, call in (("positional", lambda f: f(torch.float64)), ("keyword", lambda f: f(dtype=torch.float64))):
+            x = torch.randn(3, generator=torch.Generator().manual_seed(0)).requires_grad_()
+            try:
+                res = call(getattr(x, name))
+            except Exception:  # noqa: BLE001 - the method takes no dtype that way
+                continue
+            if isinstance(res, torch.Tensor) and res is not x and res.dtype == torch.float64 and res.grad_fn is not None:
+                ways.append(way)
+        if ways:
+            out[name] = ways
+    return out
+
+
 def probe_tensor(torch, prober: Prober) -> tuple[dict, dict, list, list]:
     methods, attributes, unprobed, skipped = {}, {}, [], []
     for name in sorted(dir(torch.Tensor)):
@@ -599,6 +634,8 @@ def generate() -> dict:
         "module_api": probe_module_api(torch),
         "module_attributes": probe_module_attributes(torch),
         "return_fields": _fields(torch),
+        "dtypes": probe_dtypes(torch),
+        "dtype_copies": probe_dtype_copies(torch, methods),
         "unprobed": sorted(unprobed + [f"torch.Tensor.{n}" for n in tensor_unprobed]),
         "tensor_skipped": sorted(tensor_skipped),
     }

@@ -195,8 +195,27 @@ class CallSemantics:
         if op.result == "object":
             return join(*sources)
         if op.alias and recv is not None:
-            return self.computed(recv) if recv.kind != GRAPH else recv
+            # the tensor itself (x.to(x.dtype), x.float() of a float tensor): a parameter stays a
+            # leaf; another dtype or a move between devices makes a copy that carries history
+            return self.computed(recv) if self._converts(node) and recv.kind != GRAPH else recv
         return self.computed(NOTHING, *sources)
+
+    def _converts(self, node: ast.Call) -> bool:
+        """Does this call of an alias method change the dtype (a literal other than the default,
+        the way the table says the method takes one) or the device (``.cpu()``, ``.cuda()``,
+        ``.to("cuda")``)?"""
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else ""
+        if name in torch_facts.DEVICE_MOVES:
+            return True
+        ways = torch_facts.dtype_copies(name)
+        given = (list(node.args) if "positional" in ways else []) + (
+            [k.value for k in node.keywords if k.arg == "dtype"] if "keyword" in ways else [])
+        for a in given:
+            dtype = torch_facts.dtype_name(self.imports.qualname(a)) if isinstance(a, (ast.Attribute, ast.Name)) else None
+            if dtype is not None and dtype != torch_facts.default_dtype():
+                return True
+        devices = list(node.args) + [k.value for k in node.keywords if k.arg == "device"]
+        return name == "to" and any(_names_cuda(a) for a in devices)
 
     @staticmethod
     def _sources(op, node: ast.Call, recv: Value | None, pos: list[Value], kw: dict[str, Value]) -> list[Value]:
@@ -312,14 +331,8 @@ class CallSemantics:
             return recv
         if meth in CONTAINER_NAMES:
             return NOTHING  # a mapping's keys, a length
-        if meth in ("to", "type"):
-            if any(int_dtype(a) for a in node.args) or any(k.arg == "dtype" and int_dtype(k.value) for k in node.keywords):
-                return NOTHING
-            if meth == "type" and not node.args and not node.keywords:
-                return NOTHING  # the type's name
-            # x.to(other), x.to(device, dtype): the arguments give a dtype or a device; the
-            # history is x's (a parameter moved to another device is a non-leaf: computed)
-            return self.computed(recv)
+        if meth in ("to", "type") and any(int_dtype(a) for a in node.args):
+            return NOTHING  # x.to(torch.long): an integer result has no grad_fn
         if meth == "requires_grad_" and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value is False:
             return NOTHING if recv.kind < GRAPH else recv
         if meth in CONTAINER_UPDATES:
@@ -411,3 +424,10 @@ def is_property(func: ast.FunctionDef) -> bool:
         if name in ("property", "cached_property"):
             return True
     return False
+
+
+def _names_cuda(node: ast.AST) -> bool:
+    """``"cuda"``, ``"cuda:0"``, ``torch.device("cuda")``: a literal GPU device."""
+    if isinstance(node, ast.Call) and node.args:
+        node = node.args[0]
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("cuda")

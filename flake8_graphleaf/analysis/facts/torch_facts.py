@@ -126,6 +126,34 @@ def is_inplace(name: str) -> bool:
     return any(e.get("r") == "same" for e in entries)
 
 
+# Moves between devices: the probe runs on the CPU, where ``x.cpu()`` is ``x`` itself; on a GPU
+# machine ``param.cpu()`` (and a CPU tensor's ``.cuda()``) is a copy that carries history.
+DEVICE_MOVES = frozenset({"cpu", "cuda"})
+
+
+def dtype_name(qualname: str | None) -> str | None:
+    """``torch.float64`` / ``torch.double`` -> ``float64``: a dtype torch has, or None."""
+    if not qualname or not qualname.startswith("torch."):
+        return None
+    return table().get("dtypes", {}).get("names", {}).get(qualname[len("torch."):])
+
+
+def integral_dtype(qualname: str | None) -> bool:
+    """``torch.long``, ``torch.bool`` ...: a dtype no tensor with a grad_fn has."""
+    name = dtype_name(qualname)
+    return name is not None and name not in table().get("dtypes", {}).get("differentiable", ())
+
+
+def default_dtype() -> str:
+    return table().get("dtypes", {}).get("default", "float32")
+
+
+def dtype_copies(name: str) -> tuple[str, ...]:
+    """How ``x.<name>(...)``, the tensor itself for the probe's arguments, takes another dtype
+    that makes it a copy with history (``to``: "positional" and "keyword")."""
+    return tuple(table().get("dtype_copies", {}).get(name, ()))
+
+
 def return_field(name: str) -> str | None:
     """``values`` / ``indices`` of ``torch.max(x, 1)`` and other named results of torch."""
     return table()["return_fields"].get(name)

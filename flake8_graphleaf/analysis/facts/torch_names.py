@@ -32,9 +32,6 @@ def is_size_name(name: str) -> bool:
 CONTAINER_READS = frozenset("get pop popitem popleft values items copy __getitem__ setdefault".split())
 CONTAINER_NAMES = frozenset("keys __len__".split())
 CONTAINER_UPDATES = frozenset("append extend insert update clear remove reverse appendleft extendleft".split())
-INT_DTYPES = frozenset(
-    """long int64 int int32 int16 short int8 uint8 uint16 uint32 uint64 bool""".split()
-)
 
 # torch namespaces whose calls never return a graph tensor (devices, hooks, profilers ...).
 NON_COMPUTING_NAMESPACES = (
@@ -178,10 +175,14 @@ def tensor_annotation(annotation: ast.AST | None) -> bool:
 
 
 def int_dtype(node: ast.AST) -> bool:
+    """``torch.long`` / ``torch.bool`` (the table's integral dtypes), or a legacy type string
+    (``"torch.LongTensor"``): a result of that dtype has no grad_fn."""
+    from .torch_facts import integral_dtype
+
     if isinstance(node, ast.Attribute):
-        return node.attr in INT_DTYPES
+        return integral_dtype(f"torch.{node.attr}")
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value.split(".")[-1] in INT_DTYPES or "Long" in node.value or "Int" in node.value
+        return integral_dtype(f"torch.{node.value.split('.')[-1]}") or "Long" in node.value or "Int" in node.value
     return False
 
 

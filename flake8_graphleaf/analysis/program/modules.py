@@ -259,6 +259,7 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
         self_name = method.args.args[0].arg
         init_args = {a.arg for a in method.args.args[1:] + method.args.kwonlyargs}
         made_here: dict[str, set[str]] | None = None  # __init__'s locals bound to new modules, when asked
+        nested: set[str] | None = None  # the functions the method defines, when asked
         if method.name == "__init__":
             models, wraps = given_in_init(method, self_name, init_args, f.given_models, info.bases, imports.qualname)
             f.given_models |= models
@@ -291,7 +292,9 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
                 if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == self_name:
                     f.assigned.add(t.attr)
                     _classify(f, t.attr, value, imports, module_classes, init_args, node.lineno)
-                    if (isinstance(value, ast.Name) and _names_function(value.id, method, imports)) or (
+                    if isinstance(value, ast.Name) and nested is None:
+                        nested = _nested_defs(method)
+                    if (isinstance(value, ast.Name) and _names_function(value.id, nested, imports)) or (
                             isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name)
                             and value.value.id == self_name and value.attr in f.methods):
                         f.callables.add(t.attr)  # self._build_nn = build_mlp / self.build_mlp: a def of the program
@@ -307,13 +310,17 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
                         f.injected.add(t.attr)
 
 
-def _names_function(name: str, method: ast.FunctionDef, imports: ImportMap) -> bool:
-    """Is ``name`` a function defined in ``method`` or at the top of its file?"""
-    if any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name and n is not method
-           for n in ast.walk(method)):
+def _names_function(name: str, nested: set[str], imports: ImportMap) -> bool:
+    """Is ``name`` a function defined in the method (``nested``: the names of its defs) or at the
+    top of its file?"""
+    if name in nested:
         return True
     current = getattr(imports, "current", None)
     return isinstance(getattr(current, "defs", {}).get(name), (ast.FunctionDef, ast.AsyncFunctionDef))
+
+
+def _nested_defs(method: ast.FunctionDef) -> set[str]:
+    return {n.name for n in ast.walk(method) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n is not method}
 
 
 def _module_like(node: ast.AST, imports: ImportMap, module_classes: set[str], init_args: set[str]) -> bool:

@@ -29,6 +29,20 @@ EXAMPLES = [
     (
         """
 import torch, torch.nn as nn
+class Cast(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(3, 3))
+    def forward(self, x):
+        self.w = self.weight.to(x.dtype)  # the parameter itself for a float32 input
+        self.w_half = self.weight.to(torch.float16)  # a copy with a grad_fn
+        return x @ self.w
+""",
+        ["GLF001"],
+    ),
+    (
+        """
+import torch, torch.nn as nn
 from torch.utils.checkpoint import checkpoint, get_device_states
 class Deterministic(nn.Module):
     def __init__(self, net):
