@@ -59,3 +59,21 @@ def test_a_tensor_dataset_of_a_leaf_that_requires_grad(tmp_path, grad):
         assert ran.returncode != 0 and ("stack()" in ran.stderr or "non-leaf" in ran.stderr), ran.stderr
     else:
         assert ran.returncode == 0 and "batches 2" in ran.stdout, ran.stderr
+
+
+def test_the_unsafe_fix_builds_the_dataset_from_detached_tensors_and_the_loader_runs(tmp_path):
+    (tmp_path / "data.py").write_text(DATA.replace("{grad}", "True"))
+    (tmp_path / "run.py").write_text(RUN)
+    safe = subprocess.run([sys.executable, "-m", "flake8_graphleaf", "fix", "--isolated", "--no-cache", str(tmp_path)],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert "requires_grad=True)\n" in (tmp_path / "data.py").read_text(), safe.stdout  # not a safe fix
+    fixed = subprocess.run([sys.executable, "-m", "flake8_graphleaf", "fix", "--isolated", "--no-cache",
+                            "--unsafe-fixes", str(tmp_path)], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert "TensorDataset(features.detach(), targets.detach())" in (tmp_path / "data.py").read_text(), fixed.stdout
+    r = subprocess.run([sys.executable, "-m", "flake8_graphleaf", "check", "--isolated", "--no-cache",
+                        "--output-format", "concise", str(tmp_path)], capture_output=True, text=True, timeout=300,
+                       cwd=ROOT)
+    assert r.returncode == 0 and r.stdout == "", r.stdout
+    pytest.importorskip("torch")
+    ran = subprocess.run([sys.executable, "run.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0 and "batches 2" in ran.stdout, ran.stderr

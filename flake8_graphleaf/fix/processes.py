@@ -11,7 +11,8 @@ is left alone (if it was the graph tensor, the finding stays and the fixer undoe
 
 A ``DataLoader`` with workers whose dataset holds tensors that require grad (each worker's collate
 raises) gets the tensors the dataset is built from detached, where it is built
-(``TensorDataset(features, labels)``, inline or assigned once to the name given to the loader):
+(``TensorDataset(features, labels)``, inline or assigned once to the name given to the loader, or
+the dataset's own line when it is built elsewhere, in a function the loader's file calls):
 **unsafe**, since a run with ``num_workers=0`` would have given batches that require grad."""
 
 from __future__ import annotations
@@ -65,6 +66,21 @@ def _loader_fix(call: ast.Call, ctx: Context, scope) -> Fix | None:
                tuple(edits))
 
 
+def _dataset_fix(call: ast.Call, ctx: Context, scope) -> Fix | None:
+    """``TensorDataset(features, labels)`` that a loader with workers indexes (reported where it is
+    built, the loader being elsewhere): its tensors detached there."""
+    if call.keywords:
+        return None
+    edits: list = []
+    for arg in call.args:
+        _detach_items(arg, ctx, scope, edits)
+    if not edits:
+        return None
+    return Fix(UNSAFE, "build the dataset from .detach()ed tensors (a loader's workers cannot send back items "
+                       "with a grad_fn; its items no longer require grad, as they would with num_workers=0)",
+               tuple(edits))
+
+
 def fix_process_send(f: Finding, ctx: Context) -> Fix | None:
     call = at(ctx.tree, f.line, f.col, ast.Call)
     if call is None:
@@ -74,6 +90,8 @@ def fix_process_send(f: Finding, ctx: Context) -> Fix | None:
     scope = _scope(ctx, call)
     if last == "DataLoader" or (ctx.imports.qualname(func) or "").endswith(".DataLoader"):
         return _loader_fix(call, ctx, scope)
+    if last == "TensorDataset" or (ctx.imports.qualname(func) or "").endswith(".TensorDataset"):
+        return _dataset_fix(call, ctx, scope)
     if "autograd graph" not in f.message:
         return None  # a leaf that requires grad, sent to a process: torch shares it as it is
     edits: list = []
