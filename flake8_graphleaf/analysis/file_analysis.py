@@ -116,7 +116,7 @@ def analyze_file(tree: ast.AST, source: str | None = None, options: Options | No
     if source is None or "register_forward" in source or "register_module_forward" in source:
         findings += hooks.check(tree, imports, classes, module_classes, source)
     if any(info.local_bases or info.facts.bases for info in classes.values()):
-        findings += hooks.check_inherited(tree, imports, classes, module_classes)
+        findings += hooks.check_inherited(tree, imports, classes, module_classes, source)
     if source is None or "weight_norm" in source or "spectral_norm" in source or "WeightNorm" in source:
         findings += legacy_norm.check(tree, imports, classes, source)
     if source is None or "utils.prune" in source or any(v.startswith(pruning.PREFIX[:-1]) for v in imports.names.values()):

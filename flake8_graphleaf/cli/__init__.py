@@ -4,6 +4,6 @@ Uses :mod:`flake8_graphleaf.fix` and :mod:`flake8_graphleaf.analysis`; ``explain
 load :mod:`flake8_graphleaf.runtime` (torch) only when they run.  Nothing imports this package.
 """
 
-from .app import main
+from .app import entry, main
 
-__all__ = ["main"]
+__all__ = ["entry", "main"]

@@ -70,6 +70,7 @@ def python_files(paths: list[str]) -> list[str]:
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+INDEX_AFTER = 64  # questions answered by scanning the texts before the word index is built
 
 
 class ProjectIndex:
@@ -85,6 +86,7 @@ class ProjectIndex:
         self._texts: dict[str, str] = {}
         self._answers: dict = {}
         self._words: dict[str, list[str]] | None = None  # identifier -> the files whose text has it
+        self._questions = 0
 
     @classmethod
     def build(cls, paths: list[str], cache=None) -> "ProjectIndex":
@@ -121,14 +123,18 @@ class ProjectIndex:
 
     def mentioning(self, word: str) -> list[str]:
         """Files whose text has ``word`` (an identifier: as a whole word, so ``Name`` is not found
-        in ``MyName``); for a class name (CamelCase), the files that call it (``Name(``).  From an
-        index of every file's words, built from the texts on the first question."""
+        in ``MyName``); for a class name (CamelCase), the files that call it (``Name(``).  A scan of
+        the texts for the first INDEX_AFTER questions, then an index of every file's words."""
         needle = word + "(" if word[:1].isupper() else word
-        if _IDENTIFIER.fullmatch(word):
-            # the files that have the identifier at all (an index of every file's words, built on
-            # the first question: one pass over the texts instead of one per question)
-            return [p for p in self._with_word(word) if needle in self.text(p)]
-        return [p for p in self.files() if needle in self.text(p)]
+        if not _IDENTIFIER.fullmatch(word):
+            return [p for p in self.files() if needle in self.text(p)]
+        self._questions += 1
+        if self._words is None and self._questions <= INDEX_AFTER:
+            # a few questions: a substring scan of the texts each (cheap); many: an index of every
+            # file's words, built once (it costs about as much as 50 scans)
+            whole = re.compile(r"(?<!\w)" + re.escape(word) + r"(?!\w)")
+            return [p for p in self.files() if needle in self.text(p) and whole.search(self.text(p))]
+        return [p for p in self._with_word(word) if needle in self.text(p)]
 
     def _with_word(self, word: str) -> list[str]:
         if self._words is None:

@@ -174,7 +174,8 @@ def check(tree: ast.AST, imports: ImportMap, classes: dict[str, ClassInfo], modu
     return out
 
 
-def check_inherited(tree: ast.AST, imports: ImportMap, classes: dict[str, ClassInfo], module_classes: set[str]) -> list[Finding]:
+def check_inherited(tree: ast.AST, imports: ImportMap, classes: dict[str, ClassInfo], module_classes: set[str],
+                    source: str | None = None) -> list[Finding]:
     """Hooks a base class registers as ``self.name`` (``module.register_forward_hook(self.forward)``
     in ``Hook.register``), run as the subclass of this file overrides them: the bound method is
     looked up on the object, so a subclass's ``forward`` is the hook that runs, whichever file
@@ -183,12 +184,18 @@ def check_inherited(tree: ast.AST, imports: ImportMap, classes: dict[str, ClassI
     from ..program.helper_objects import program_class
 
     out: list[Finding] = []
+    here_registers = source is None or any(w in source for w in FORWARD)
+    project = getattr(imports, "project", None)
     for info in classes.values():
-        registering = [(m, None) for m in info.facts.methods.values() if m not in info.node.body]
+        registering = [(m, None) for m in info.facts.methods.values() if m not in info.node.body] if here_registers else []
         for qual in info.facts.bases:  # ancestors in other files
             found = program_class(imports, qual)
-            if found is not None and found[1] is not info:
-                registering += [(m, found[0].path) for m in found[1].facts.methods.values()]
+            if found is None or found[1] is info:
+                continue
+            text = project.text_of(found[0].path) if project is not None else None
+            if text is not None and not any(w in text for w in FORWARD):
+                continue  # the base's file registers no forward hook
+            registering += [(m, found[0].path) for m in found[1].facts.methods.values()]
         for method, path in registering:
             for call, kind, attr, skip, bound_keywords, with_kwargs in _self_registrations(method):
                 hook_def = info.facts.methods.get(attr)
