@@ -65,6 +65,9 @@ def entry() -> None:
     writes is written (atomically) before main returns and the output is flushed here, so what
     is left is the interpreter freeing the run's objects one by one -- on a large tree about as
     long again as ``ruff`` takes for the whole check -- which an exiting process does not need."""
+    from . import runner
+
+    runner.RESTORE_THRESHOLDS = False  # this process ends with the command
     code = main()
     try:
         sys.stdout.flush()

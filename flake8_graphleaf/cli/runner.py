@@ -35,15 +35,23 @@ _WRITTEN = None
 GC_THRESHOLDS = (100_000, 50, 100)
 
 
+# False in the ``graphleaf`` process itself (cli.entry): it ends right after the command, and
+# putting the old thresholds back would start a collection of the whole heap on the next
+# allocations (about 1 s on torch) for nothing.
+RESTORE_THRESHOLDS = True
+
+
 @contextmanager
 def fewer_collections():
-    """The collector at :data:`GC_THRESHOLDS` inside, as it was after (tests run commands in process)."""
+    """The collector at :data:`GC_THRESHOLDS` inside, as it was after (tests run commands in
+    process), unless the process ends with the command (:data:`RESTORE_THRESHOLDS`)."""
     old = gc.get_threshold()
     gc.set_threshold(*GC_THRESHOLDS)
     try:
         yield
     finally:
-        gc.set_threshold(*old)
+        if RESTORE_THRESHOLDS:
+            gc.set_threshold(*old)
 
 
 def _init_worker(stop, written=None) -> None:
