@@ -55,10 +55,9 @@ def _loader_fix(call: ast.Call, ctx: Context, scope) -> Fix | None:
         edits.append(ctx.edit(dataset, wrap(ctx, dataset) + ".detach()"))
     else:
         built = _last_assignment(scope, dataset) if isinstance(dataset, ast.Name) else dataset
-        if not isinstance(built, ast.Call) or built.keywords:
+        if not isinstance(built, ast.Call):
             return None
-        for arg in built.args:
-            _detach_items(arg, ctx, scope, edits)
+        edits = _detached_arguments(built, ctx, scope)
     if not edits:
         return None
     return Fix(UNSAFE, "build the loader's dataset from .detach()ed tensors (the workers' collate cannot stack "
@@ -66,14 +65,20 @@ def _loader_fix(call: ast.Call, ctx: Context, scope) -> Fix | None:
                tuple(edits))
 
 
+def _detached_arguments(built: ast.Call, ctx: Context, scope) -> list:
+    """The edits that detach each tensor a dataset is built from (``TensorDataset(x, y)``); none
+    for a call with keywords, whose meaning the fix does not know."""
+    edits: list = []
+    if not built.keywords:
+        for arg in built.args:
+            _detach_items(arg, ctx, scope, edits)
+    return edits
+
+
 def _dataset_fix(call: ast.Call, ctx: Context, scope) -> Fix | None:
     """``TensorDataset(features, labels)`` that a loader with workers indexes (reported where it is
     built, the loader being elsewhere): its tensors detached there."""
-    if call.keywords:
-        return None
-    edits: list = []
-    for arg in call.args:
-        _detach_items(arg, ctx, scope, edits)
+    edits = _detached_arguments(call, ctx, scope)
     if not edits:
         return None
     return Fix(UNSAFE, "build the dataset from .detach()ed tensors (a loader's workers cannot send back items "

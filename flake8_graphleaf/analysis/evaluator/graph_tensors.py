@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 from typing import Callable
 
-from .calls import CallSemantics
+from .calls import CallSemantics, is_property
 from ..program.imports import ImportMap
 from ..program.modules import ClassFacts
 from ..facts import torch_facts
@@ -137,7 +137,7 @@ class Evaluator(CallSemantics):
             return Value(LEAF, f"parameter self.{attr}")
         if attr in f.submodules:
             return Value(MODULE, f"self.{attr}")
-        if attr in f.methods and self.on_method is not None and _is_property(f.methods[attr]):
+        if attr in f.methods and self.on_method is not None and is_property(f.methods[attr]):
             result = self.on_method(attr, [], {}, self.grad)  # a @property: what its body returns
             return result if result is not None else NOTHING
         if attr in f.buffers or attr in f.functional or attr in f.plain or attr in f.methods:
@@ -408,9 +408,3 @@ class Evaluator(CallSemantics):
                 self.bind_target(elt, value)
         elif isinstance(target, ast.Starred):
             self.bind_target(target.value, value)
-
-
-def _is_property(func) -> bool:
-    from .calls import is_property
-
-    return is_property(func)

@@ -1041,10 +1041,7 @@ def _made_in(value: Value, body: list, line: int):
     (``batch["pred"] = model(batch["image"])``), or None."""
     ids = {id(n) for stmt in body for n in ast.walk(stmt)}
     steps = [node for step_line, _target, node in value.trail if id(node) in ids and step_line < line]
-    if not steps:
-        return None
-    node = steps[-1]
-    return node
+    return steps[-1] if steps else None
 
 
 def _argument_for(func, name: str, call: ast.Call, method: bool):

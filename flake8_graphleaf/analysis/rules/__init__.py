@@ -122,10 +122,12 @@ def all_rules() -> dict[str, str]:
 
 def all_examples() -> list[tuple[str, str, list[str]]]:
     """(rule module, source, expected codes) for every example next to the rules."""
-    from . import construction, deepcopy_calls, forward_stores, function_roots, hooks, legacy_norm, process_boundary, pruning
+    from . import (construction, copy_graph, deepcopy_calls, forward_stores, function_roots, hooks, legacy_norm,
+                   process_boundary, pruning)
 
     out = []
-    for mod in (forward_stores, function_roots, hooks, construction, legacy_norm, pruning, deepcopy_calls, process_boundary):
+    for mod in (forward_stores, function_roots, hooks, construction, legacy_norm, pruning, deepcopy_calls, process_boundary,
+                copy_graph):
         for source, codes in mod.EXAMPLES:
             out.append((mod.__name__.rsplit(".", 1)[-1], source, codes))
     return out

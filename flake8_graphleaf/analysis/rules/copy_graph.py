@@ -37,6 +37,52 @@ WORDS = ("deepcopy", "AveragedModel", "ModelEma", "DataLoader", "multiprocessing
 EXAMPLES = [
     (
         """
+import copy, torch
+def run_test(model, inputs):
+    return model(copy.deepcopy(inputs))
+def test_rsqrt():
+    x = torch.rand(4, requires_grad=True).to(dtype=torch.float64)
+    run_test(torch.nn.Identity(), x)
+""",
+        ["GLF201", "GLF201"],
+    ),
+    (
+        """
+import copy, torch
+def run_test(model, inputs):
+    return model(copy.deepcopy(inputs))
+def test_rsqrt():
+    x = torch.rand(4, dtype=torch.float64, requires_grad=True)
+    run_test(torch.nn.Identity(), x)
+""",
+        [],
+    ),
+    (
+        """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+def make_dataset(grad):
+    return TensorDataset(torch.randn(8, 3, requires_grad=True), torch.randn(8, 1))
+def main():
+    for batch in DataLoader(make_dataset(True), batch_size=4, num_workers=2):
+        pass
+""",
+        ["GLF301", "GLF301"],
+    ),
+    (
+        """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+def make_dataset():
+    return TensorDataset(torch.randn(8, 3), torch.randn(8, 1))
+def main():
+    for batch in DataLoader(make_dataset(), batch_size=4, num_workers=2):
+        pass
+""",
+        [],
+    ),
+    (
+        """
 import copy
 import torch.nn as nn
 import torch.nn.functional as F

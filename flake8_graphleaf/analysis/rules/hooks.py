@@ -162,7 +162,7 @@ def check(tree: ast.AST, imports: ImportMap, classes: dict[str, ClassInfo], modu
         hook_expr = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "hook"), None)
         if hook_expr is None:
             continue
-        with_kwargs = any(k.arg == "with_kwargs" and not (isinstance(k.value, ast.Constant) and not k.value.value) for k in call.keywords)
+        with_kwargs = _with_kwargs(call)
         scope, cls = _enclosing(call, parents, classes)
         hook = _resolve(hook_expr, scope, cls, tree, classes, parents, 0)
         if hook is None:
@@ -187,7 +187,9 @@ def check_inherited(tree: ast.AST, imports: ImportMap, classes: dict[str, ClassI
     here_registers = source is None or any(w in source for w in FORWARD)
     project = getattr(imports, "project", None)
     for info in classes.values():
-        registering = [(m, None) for m in info.facts.methods.values() if m not in info.node.body] if here_registers else []
+        current = getattr(imports, "current", None)
+        registering = [(m, None, getattr(current, "memo", None)) for m in info.facts.methods.values()
+                       if m not in info.node.body] if here_registers else []
         for qual in info.facts.bases:  # ancestors in other files
             found = program_class(imports, qual)
             if found is None or found[1] is info:
@@ -195,9 +197,9 @@ def check_inherited(tree: ast.AST, imports: ImportMap, classes: dict[str, ClassI
             text = project.text_of(found[0].path) if project is not None else None
             if text is not None and not any(w in text for w in FORWARD):
                 continue  # the base's file registers no forward hook
-            registering += [(m, found[0].path) for m in found[1].facts.methods.values()]
-        for method, path in registering:
-            for call, kind, attr, skip, bound_keywords, with_kwargs in _self_registrations(method):
+            registering += [(m, found[0].path, found[0].memo) for m in found[1].facts.methods.values()]
+        for method, path, memo in registering:
+            for call, kind, attr, skip, bound_keywords, with_kwargs in _self_registrations(method, memo):
                 hook_def = info.facts.methods.get(attr)
                 if hook_def is None or hook_def not in info.node.body:
                     continue  # the base's own method: checked in the base's file
@@ -208,13 +210,20 @@ def check_inherited(tree: ast.AST, imports: ImportMap, classes: dict[str, ClassI
     return out
 
 
-def _self_registrations(method) -> list:
+def _with_kwargs(call: ast.Call) -> bool:
+    """``register_forward_hook(hook, with_kwargs=True)``: the hook also gets the keyword arguments."""
+    return any(k.arg == "with_kwargs" and not (isinstance(k.value, ast.Constant) and not k.value.value)
+               for k in call.keywords)
+
+
+def _self_registrations(method, memo: dict | None = None) -> list:
     """(call, kind, method name, partial's leading arguments, partial's keywords, with_kwargs) of
     each forward-hook registration in ``method`` whose hook is a bound method of ``self``
-    (``self.forward``, ``functools.partial(self.hook, name)``); memoised on the node."""
-    cached = getattr(method, "_glf_self_hooks", None)
-    if cached is not None:
-        return cached
+    (``self.forward``, ``functools.partial(self.hook, name)``); remembered in the memo of the
+    method's file (a base's methods are read once, however many subclasses ask)."""
+    key = ("self_hooks", id(method))
+    if memo is not None and key in memo:
+        return memo[key]
     me = _method_self(method) if method.args.args else None
     found = []
     if me is not None:
@@ -233,10 +242,9 @@ def _self_registrations(method) -> list:
                 skip, keywords = len(expr.args) - 1, {k.arg for k in expr.keywords if k.arg}
                 expr = expr.args[0]
             if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == me:
-                with_kwargs = any(k.arg == "with_kwargs" and not (isinstance(k.value, ast.Constant) and not k.value.value)
-                                  for k in node.keywords)
-                found.append((node, FORWARD[name], expr.attr, skip, keywords, with_kwargs))
-    method._glf_self_hooks = found
+                found.append((node, FORWARD[name], expr.attr, skip, keywords, _with_kwargs(node)))
+    if memo is not None:
+        memo[key] = found
     return found
 
 
