@@ -63,7 +63,13 @@ KNOWN_MISSES = {
     ("shopgraph/scenarios.py", 156, "GLF202"),  # a partial hook of a tap object the model does not hold
     ("shopgraph/beam.py", 16, "GLF202"), ("shopgraph/beam.py", 19, "GLF001"),  # a decoder given through a function
 }
-ALSO_REPORTED = {("shopgraph/datasets.py", 8, "GLF001")}
+ALSO_REPORTED = {
+    ("shopgraph/datasets.py", 8, "GLF001"),
+    # the router's forward calls its selector's sample(), which keeps the sample on the selector:
+    # the store is selector.py:15 (marked, found by the copy graph); the router's own check reports
+    # it at the call as well (a submodule's method, the module's copyable contract)
+    ("shopgraph/routing.py", 17, "GLF001"),
+}
 KNOWN_FALSE = {("shopgraph/scenarios.py", 233, "GLF202")}
 
 

@@ -52,6 +52,7 @@ class FileAnalysis:
     findings: list[Finding]
     classes: dict = field(default_factory=dict)
     imports: ImportMap | None = None
+    module: ParsedModule | None = None  # imports.current, held here (the map holds it weakly)
 
 
 def analyze_source(source: str, filename: str = "<unknown>", options: Options | None = None) -> list[Finding]:
@@ -90,7 +91,8 @@ def analyze_file(tree: ast.AST, source: str | None = None, options: Options | No
     if source is not None and not any(w in source for w in GATE_WORDS) and not _copied_elsewhere(options):
         return FileAnalysis(tree, source, [])
     imports = ImportMap(tree, options.module, options.is_package, options.project)
-    imports.current = ParsedModule.of(options.module or "__main__", options.path or "<current>", tree, imports)
+    module = ParsedModule.of(options.module or "__main__", options.path or "<current>", tree, imports)
+    imports.current = module  # held by ``module`` below while the analysis runs, then by the FileAnalysis
     imports.module_bases = options.module_bases
     imports.effect_of = function_effect
     imports.forward_items_of = forward_items
@@ -136,6 +138,8 @@ def analyze_file(tree: ast.AST, source: str | None = None, options: Options | No
                                  reuse=not options.module_bases, opt_in=options.argument_stores)
     unique: dict[tuple, Finding] = {}
     for f in findings:
-        unique.setdefault((f.line, f.col, f.code), f)
+        # one call of a helper's method may keep tensors on several of its attributes: one each
+        helper = f.attribute if f.data.get("kind") == "helper" else None
+        unique.setdefault((f.line, f.col, f.code, helper), f)
     result = sorted(unique.values(), key=lambda f: f.sort_key)
-    return FileAnalysis(tree, source, result, classes, imports)
+    return FileAnalysis(tree, source, result, classes, imports, module)

@@ -179,6 +179,9 @@ def _fix_in_other_files(reports: list[FixReport], settings: Settings, diff: bool
             new, made = fix_classes(base, target.path, classes, settings.analysis_options(target.path))
             if not made:
                 continue
+            if new == base:  # already covered by the file's own fixes: nothing more to write
+                done.update({(path, cls): why for cls, why in made.items()})
+                continue
             check_parses(new, target.path)
             original = src.text if diff else None
             if diff:

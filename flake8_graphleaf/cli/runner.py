@@ -27,12 +27,15 @@ _STOP = None
 _WRITTEN = None
 
 
-# The cyclic collector's thresholds while files are checked.  An ast tree is hundreds of thousands
-# of container objects, and at Python's default (700, 10, 10) the collector ran so often over the
-# live heap (the torch table, the parsed program) that it cost about a quarter of a torch-sized run's
-# CPU time; at these it runs rarely, for some 5% more memory.  Nothing the analysis finds depends
-# on when garbage is collected.
-GC_THRESHOLDS = (100_000, 50, 100)
+# The cyclic collector's thresholds while files are checked.  The analysis makes no reference
+# cycles (tests/test_no_cycles.py: a file's trees, runs and walkers are freed by reference counting
+# when its check ends), so what the collector would scan is only what a run keeps: the torch table,
+# the program's parsed files, the memo (about 4M objects on torch).  Each collection walks the
+# objects made since the last one, so at Python's default (700, 10, 10) it cost about a quarter of
+# a torch-sized run's CPU time, and even at (100_000, 50, 100) about 1.4 s of 16 on torch.  At these
+# it runs only after ten million more objects are alive, a safety net for a cycle that a future
+# change might make.  Nothing the analysis finds depends on when garbage is collected.
+GC_THRESHOLDS = (10_000_000, 10, 10)
 
 
 # False in the ``graphleaf`` process itself (cli.entry): it ends right after the command, and

@@ -159,30 +159,31 @@ def top_statement(method, node, parents) -> ast.stmt | None:
 _TERMINAL = (ast.Return, ast.Raise)
 
 
+def _find(owner: ast.AST, target: ast.stmt, path: list) -> bool:
+    """Put the blocks from ``owner`` down to ``target`` on ``path`` (innermost first)."""
+    for field in ("body", "orelse", "finalbody", "handlers"):
+        block = getattr(owner, field, None)
+        if not isinstance(block, list):
+            continue
+        for i, stmt in enumerate(block):
+            if stmt is target or (
+                getattr(stmt, "lineno", 0) <= target.lineno <= getattr(stmt, "end_lineno", 0) and _find(stmt, target, path)
+            ):
+                path.append((owner, block, i))
+                return True
+    for case in getattr(owner, "cases", None) or []:
+        if _find(case, target, path):
+            return True
+    return False
+
+
 def reachable_after(method, target: ast.stmt) -> list[ast.stmt]:
     """Statements that may run after ``target`` in one call of ``method``: the rest of
     its block, then of each enclosing block (not the other branch of an ``if``), and
     the whole body of each enclosing loop (its next iteration).  Climbing stops at a
     block that returns or raises after ``target``."""
     path: list[tuple[ast.AST, list, int]] = []
-
-    def find(owner: ast.AST) -> bool:
-        for field in ("body", "orelse", "finalbody", "handlers"):
-            block = getattr(owner, field, None)
-            if not isinstance(block, list):
-                continue
-            for i, stmt in enumerate(block):
-                if stmt is target or (
-                    getattr(stmt, "lineno", 0) <= target.lineno <= getattr(stmt, "end_lineno", 0) and find(stmt)
-                ):
-                    path.append((owner, block, i))
-                    return True
-        for case in getattr(owner, "cases", None) or []:
-            if find(case):
-                return True
-        return False
-
-    if not find(method):
+    if not _find(method, target, path):
         return []
     out: list[ast.stmt] = []
     for owner, block, i in path:  # innermost first

@@ -667,9 +667,17 @@ def _grad_entry(torch) -> dict:
 
 
 def _parameter_entry(torch) -> dict:
+    """``nn.Parameter(data, requires_grad=True)``: a leaf that requires grad; given a literal
+    False for ``requires_grad`` (by keyword, or second), one that does not: ``off`` records
+    where that flag goes when torch says so."""
     x = (torch.randn(3).requires_grad_() * 2.0)
     p = torch.nn.Parameter(x.detach())
-    return {"r": "leaf" if p.is_leaf and p.requires_grad else "fresh"}
+    entry = {"r": "leaf" if p.is_leaf and p.requires_grad else "fresh"}
+    off_kw = torch.nn.Parameter(x.detach(), requires_grad=False)
+    off_pos = torch.nn.Parameter(x.detach(), False)
+    if not off_kw.requires_grad and not off_pos.requires_grad and off_kw.grad_fn is None:
+        entry["off"] = [1, "requires_grad"]
+    return entry
 
 
 def dumps(table: dict) -> str:

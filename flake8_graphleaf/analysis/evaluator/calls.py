@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 
 from ..facts import torch_facts
+from ..program.modules import registered_kind
 from ..facts.torch_names import (
     _METHOD_NAME_RE,
     torch_base_method,
@@ -180,6 +181,8 @@ class CallSemantics:
             return self.module_call(f"{what}(..., create_graph=True)", pos, kw)
         if op.result in ("fresh", "int", "scalar"):
             return NOTHING
+        if op.result == "leaf" and op.off is not None and _flag_false(node, *op.off):
+            return NOTHING  # nn.Parameter(k, requires_grad=False): a tensor that does not require grad
         if op.result == "leaf" or op.makes_leaf == "always" and (recv is None or recv.kind < GRAPH):
             return Value(LEAF, f"{what}(...)")
         if op.result == "same" and op.makes_leaf:
@@ -241,6 +244,9 @@ class CallSemantics:
         if name in NON_DIFF_BUILTINS:
             return NOTHING
         if name in PARAMETER_NAMES:
+            off = torch_facts.function("torch.nn.Parameter", torch_facts.signature(node))
+            if off is not None and off.off is not None and _flag_false(node, *off.off):
+                return NOTHING  # Parameter(k, requires_grad=False)
             return Value(LEAF, "nn.Parameter(...)")
         if name == "getattr" and node.args:
             target = pos[0]
@@ -251,6 +257,8 @@ class CallSemantics:
                 names = constant_names(pos[1])
                 if names:  # for attr in ["n_range", "cos_powers"]: getattr(self, attr)
                     return join(*(self.self_attr(n) for n in names))
+                if self.facts is not None and registered_kind(self.facts, lit) == "buffer":
+                    return NOTHING  # getattr(self, f"channel_combinations_{i}"): buffers it registered so
                 return Value(LEAF, short(node)) if self.facts and self.facts.is_module else NOTHING
             if target.kind == MODULE:
                 lit = node.args[1] if len(node.args) > 1 else None
@@ -289,7 +297,8 @@ class CallSemantics:
         if self.is_self(recv_node):
             return self._self_call(node, meth, pos, kw, everything)
         if (self.on_helper is not None and self.facts is not None and isinstance(recv_node, ast.Attribute)
-                and self.is_self(recv_node.value) and recv_node.attr in self.facts.helpers):
+                and self.is_self(recv_node.value) and (recv_node.attr in self.facts.helpers or (
+                    recv_node.attr in self.facts.submodule_quals and meth not in ("forward", "__call__")))):
             result = self.on_helper(recv_node.attr, meth, pos, kw, node, self.grad)
             if result is not None:
                 return result
@@ -431,3 +440,11 @@ def _names_cuda(node: ast.AST) -> bool:
     if isinstance(node, ast.Call) and node.args:
         node = node.args[0]
     return isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("cuda")
+
+
+def _flag_false(node: ast.Call, position: int, keyword: str) -> bool:
+    """Is the flag at ``position`` (or passed as ``keyword``) a literal False in the call?"""
+    given = next((k.value for k in node.keywords if k.arg == keyword), None)
+    if given is None and len(node.args) > position and not any(isinstance(a, ast.Starred) for a in node.args[:position + 1]):
+        given = node.args[position]
+    return isinstance(given, ast.Constant) and given.value is False

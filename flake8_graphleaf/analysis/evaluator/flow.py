@@ -69,21 +69,25 @@ def target_root(node: ast.AST) -> tuple[str, str | None] | None:
 
 
 class Walker:
-    def __init__(self, ev: Evaluator, on_store: Callable[[Store], None]):
+    def __init__(self, ev: Evaluator, on_store: Callable[[Store], None] | None = None):
         self.ev = ev
-        self.on_store = on_store
+        self._given = on_store  # what a store is handed to (:meth:`on_store` marks eval-only ones)
         self.returns: Value = NOTHING
         self._returned = False
         self.stmt: ast.stmt | None = None  # the statement being walked
         self.eval_only = False  # inside a branch that runs only in eval mode (the stores say so)
         self._eval_after = False  # the statements after this one run only in eval mode
-        given = on_store
 
-        def on_store_here(store: Store) -> None:
-            if self.eval_only:
-                store.eval_only = True
-            given(store)
-        self.on_store = on_store_here
+    def on_store(self, store: Store) -> None:
+        # a method, not a closure kept on the walker: no reference cycle, so a run's objects
+        # (and the trees they point to) are freed as soon as it ends, without the collector
+        if self.eval_only:
+            store.eval_only = True
+        self.take(store)
+
+    def take(self, store: Store) -> None:
+        """What is done with a store: handed on (a subclass keeps it itself)."""
+        self._given(store)
 
     # -- entry --------------------------------------------------------------------
     def run(self, body: list[ast.stmt]) -> Value:

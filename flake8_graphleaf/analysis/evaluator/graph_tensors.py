@@ -128,9 +128,13 @@ class Evaluator(CallSemantics):
         return isinstance(node, ast.Name) and self.self_name is not None and node.id == self.self_name
 
     def self_attr(self, attr: str) -> Value:
+        f = self.facts
+        if f is not None and attr in f.frozen:
+            # a parameter registered with requires_grad=False (or set so) that no method turns on
+            # again: no grad source (only a Parameter can be assigned to its name)
+            return NOTHING
         if attr in self.self_attrs:
             return self.self_attrs[attr]
-        f = self.facts
         if f is None:
             return NOTHING
         if attr in f.params:

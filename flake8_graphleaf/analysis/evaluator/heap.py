@@ -693,7 +693,7 @@ class HeapWalker(Walker):
     every store on the program's heap."""
 
     def __init__(self, frame: Frame):
-        super().__init__(frame, self._on_store)
+        super().__init__(frame)  # stores go to take(), not a bound method kept on itself (a cycle)
         self.frame = frame
 
     def _holders(self, root: str) -> frozenset:
@@ -702,7 +702,7 @@ class HeapWalker(Walker):
             return frozenset({f.self_atom})
         return flatten(f.name_types(root))
 
-    def _on_store(self, store: Store) -> None:
+    def take(self, store: Store) -> None:
         if self._deep_store(store):
             return
         holders = self._holders(store.root)
@@ -916,6 +916,8 @@ def _run(current, tree, imports, classes, module_classes, text: str | None = Non
             program.settle_root()
     for sink in program.sinks:
         program.survived.update(_where_stored(k) for k in sink.kept)
+    # frames point back at the program: none is kept, so no cycle holds the run's heap
+    program.module_frame, program.hooks, program.functions = None, [], {}
     return program
 
 

@@ -141,7 +141,10 @@ class ClassRunner:
         """Run one method with the values a caller passes (a helper object's method)."""
         self._sink, self._memo, self._active, self.reached = sink, {}, set(), set()
         self._building = False
-        return self._run(func, bind(func, pos, kw, self_name(func) is not None), grad)
+        try:
+            return self._run(func, bind(func, pos, kw, self_name(func) is not None), grad)
+        finally:
+            self._sink = None  # the sink may close over this runner: no cycle left behind
 
     def run_construction(self, sink: StoreSink, skip: set[str]) -> set[str]:
         roots = [n for n in ("__init__",) if n in self.info.facts.methods and n not in skip]
@@ -154,6 +157,13 @@ class ClassRunner:
         self._sink, self._memo, self._active, self.reached = sink, {}, set(), set()
         self._skip = skip
         self._building = not forward
+        try:
+            self._run_each(roots, forward, methods)
+        finally:
+            self._sink = None  # the sink may close over this runner: no cycle left behind
+        return set(self.reached)
+
+    def _run_each(self, roots: list[str], forward: bool, methods: dict | None) -> None:
         for name in roots:
             func = (methods or self.info.facts.methods)[name]
             params = self._root_params(func, forward)
@@ -171,7 +181,6 @@ class ClassRunner:
                 if grad:
                     self._batch = join(*params.values())
             self._run(func, params, grad)
-        return set(self.reached)
 
     def _root_params(self, func: ast.FunctionDef, forward: bool) -> dict[str, Value]:
         args = func.args
@@ -205,7 +214,7 @@ class ClassRunner:
         ev.fed = self.fed
         ev.on_module_call = self._record_call
         ev.nesting = self.depth
-        if not self._building and self.info.facts.helpers:
+        if not self._building and (self.info.facts.helpers or self.info.facts.submodule_quals):
             ev.on_helper = self._call_helper
         if self.info.base_infos:
             ev.on_super = self._call_super
@@ -259,11 +268,13 @@ class ClassRunner:
     def _call_helper(self, attr: str, meth: str, pos: list[Value], kw: dict[str, Value], node: ast.Call,
                      grad: bool) -> Value | None:
         """``self.<attr>.<meth>(...)`` on a helper object (``meth`` is ``__call__`` for
-        ``self.<attr>(...)``): run the method, and report the graph tensors it keeps on the object.
-        Returns what the call gives when the method's result depends only on its arguments and
-        the object's settings (every attribute it reads is set only in ``__init__``), else None:
-        the call is judged as before."""
-        from ..program.helper_objects import helper_class, reads_runtime_state, returns_self
+        ``self.<attr>(...)``), or a method other than forward of a submodule of a class of the
+        program (``self.weight_sampler.sample()``): run the method, and report the graph tensors
+        it keeps on the object. Returns what the call gives when the method's result depends only
+        on its arguments and the object's settings (every attribute it reads is set only in
+        ``__init__``), or is on the graph whatever the rest of its state (computed from the
+        submodule's own parameters with grad on), else None: the call is judged as before."""
+        from ..program.helper_objects import helper_class, reads_runtime_state, returns_self, submodule_class
 
         if self.depth > 1:
             return None
@@ -273,8 +284,11 @@ class ClassRunner:
         self._helper_memo[key] = None
         kept: dict[tuple[str, str], list] = {}  # (code, target) -> [(class, method, line, value, qual)]
         results: list[Value] | None = []
-        for qual in self.info.facts.helpers.get(attr, ()):
-            found = helper_class(self.imports, qual)
+        facts = self.info.facts
+        quals, find = (facts.helpers[attr], helper_class) if attr in facts.helpers else (
+            facts.submodule_quals.get(attr, ()), submodule_class)
+        for qual in quals:
+            found = find(self.imports, qual)
             func = found[0].facts.methods.get(meth) if found is not None else None
             if func is None:
                 results = None  # a class whose method is not seen: its result is unknown
@@ -284,7 +298,7 @@ class ClassRunner:
             runner = ClassRunner(info, imports, module_classes, depth=self.depth + 1)
             value = runner.run_with(func, pos, kw, lambda store, f: stores.append((store, f)), grad)
             if results is not None:
-                if returns_self(func) or reads_runtime_state(info, func):
+                if returns_self(func) or (reads_runtime_state(info, func) and value.kind != GRAPH):
                     results = None
                 else:
                     results.append(value)

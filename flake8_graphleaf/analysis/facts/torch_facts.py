@@ -18,7 +18,9 @@ An :class:`Op` says what one call gives:
 - ``sources``: the positions (``"self"`` for a method's receiver, ints for positional arguments,
   ``"*"`` for all of them) whose history the result carries;
 - ``makes_leaf``: ``"always"`` (``x.requires_grad_()``) or ``"keyword"`` (with
-  ``requires_grad=True``).
+  ``requires_grad=True``);
+- ``off``: ``[position, keyword]`` of a flag that, given as a literal False, makes the leaf one that
+  does not require grad (``nn.Parameter(k, requires_grad=False)``).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ PLACEMENT_KEYWORDS = frozenset({"out", "dtype", "device", "layout", "requires_gr
 
 
 class Op:
-    __slots__ = ("result", "sources", "items", "each", "makes_leaf", "alias", "create_graph")
+    __slots__ = ("result", "sources", "items", "each", "makes_leaf", "alias", "create_graph", "off")
 
     def __init__(self, entry: dict):
         self.result: str = entry.get("r", "")
@@ -44,6 +46,7 @@ class Op:
         self.makes_leaf: str | None = entry.get("makes_leaf") or ("always" if entry.get("leaf") else None)
         self.alias: bool = bool(entry.get("alias"))
         self.create_graph: str | None = entry.get("create_graph")
+        self.off: tuple | None = tuple(entry["off"]) if "off" in entry else None
 
     @property
     def no_history(self) -> bool:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ast
 import re
+import weakref
 
 from .stmtwalk import statements
 
@@ -250,11 +251,16 @@ class Settled:
     the constructions of the class and the project's other assignments are looked up then."""
 
     def __init__(self, info, imports, roots: set[str], methods: list):
-        self.info, self.imports, self.roots, self.methods = info, imports, roots, methods
+        self._info = weakref.ref(info)  # the class holds its Settled (info.flags): no cycle
+        self.imports, self.roots, self.methods = imports, roots, methods
         self._known: dict[str, object] = {}
         self._tested = _tested(methods)
         self._per_method: list[tuple[str, list]] | None = None
         self._init: dict[str, tuple[object, object]] = {}  # attr -> (literal or _UNKNOWN, the __init__)
+
+    @property
+    def info(self):
+        return self._info()
 
     def __bool__(self) -> bool:
         return bool(self._tested)

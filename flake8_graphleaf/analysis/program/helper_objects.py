@@ -58,6 +58,18 @@ def helper_class(imports, qualname: str) -> tuple[ClassInfo, object, set[str]] |
     return info, parsed.imports, module_classes
 
 
+def submodule_class(imports, qualname: str) -> tuple[ClassInfo, object, set[str]] | None:
+    """Like :func:`helper_class`, for a module class of the program (a submodule whose other
+    methods a forward calls: ``self.weight_sampler.sample()``)."""
+    found = program_class(imports, qualname)
+    if found is None:
+        return None
+    parsed, info, module_classes = found
+    if not info.facts.is_module or copies_itself(info):
+        return None
+    return info, parsed.imports, module_classes
+
+
 COPY_PROTOCOL = ("__getstate__", *OWN_COPY)
 
 

@@ -7,6 +7,7 @@ rules care about, at a fraction of the cost: one pass over the import statements
 from __future__ import annotations
 
 import ast
+import weakref
 
 from .stmtwalk import tree_statements
 
@@ -26,7 +27,7 @@ class ImportMap:
         self._bound: set[str] = set()
         self.module = module
         self.project = project
-        self.current = None  # this file as a project_view.ParsedModule, set by the analysis
+        self._current = None  # this file as a project_view.ParsedModule (weakly: it holds this map)
         self.summary = None  # this file's summaries.summarize(), computed when first needed
         self.effect_of = None  # effects.function_effect, installed by the analysis
         self.forward_items_of = None  # forward_results.forward_items, installed by the analysis
@@ -71,6 +72,19 @@ class ImportMap:
             if node.module and not node.level:
                 for alias in node.names:
                     self.names.setdefault(alias.asname or alias.name, f"{node.module}.{alias.name}")
+
+    @property
+    def current(self):
+        """This file as a project_view.ParsedModule, set by the analysis. Held weakly: the
+        ParsedModule holds this map, and a cycle would keep the file's tree alive after its
+        analysis until the collector ran (whoever made it holds it: the resolver's cache, the
+        file's FileAnalysis)."""
+        ref = self._current
+        return ref() if ref is not None else None
+
+    @current.setter
+    def current(self, parsed) -> None:
+        self._current = weakref.ref(parsed) if parsed is not None else None
 
     def local_qualname(self, name: str) -> str | None:
         """Qualified name of a class or function defined at the top of this file."""

@@ -37,7 +37,14 @@ class ClassFacts:
         self.name = ""
         self.is_module = False
         self.params: set[str] = set()
+        # parameters made with requires_grad=False (``nn.Parameter(k, requires_grad=False)``, or
+        # ``self.k.requires_grad = False`` / ``requires_grad_(False)``) that no method of the class
+        # turns on again: registered, but what is computed from them is not on the graph
+        self.frozen: set[str] = set()
         self.buffers: set[str] = set()
+        # the constant start of names registered by computed name (``register_buffer(f'biases_{i}', ...)``):
+        # prefix -> 'buffer' or 'parameter' (both, when the class registers both under it)
+        self.registered_prefixes: dict[str, str] = {}
         self.submodules: set[str] = set()
         self.functional: set[str] = set()  # attributes holding plain callables
         self.plain: set[str] = set()  # attributes assigned other known non-tensor values
@@ -193,17 +200,19 @@ def _base_first(classes: dict[str, ClassInfo]) -> list[ClassInfo]:
     order: list[ClassInfo] = []
     seen: set[str] = set()
 
-    def visit(name: str, depth: int = 0) -> None:
-        if name in seen or depth > 50:
-            return
-        seen.add(name)
-        for b in classes[name].local_bases:
-            visit(b, depth + 1)
-        order.append(classes[name])
-
     for name in classes:
-        visit(name)
+        _visit(classes, name, seen, order, 0)
     return order
+
+
+def _visit(classes: dict, name: str, seen: set, order: list, depth: int) -> None:
+    # a module-level function: a recursive closure is a reference cycle that holds the classes
+    if name in seen or depth > 50:
+        return
+    seen.add(name)
+    for b in classes[name].local_bases:
+        _visit(classes, b, seen, order, depth + 1)
+    order.append(classes[name])
 
 
 def _decorator_name(dec: ast.AST) -> str:
@@ -230,6 +239,9 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
     for b in info.local_bases:
         base = classes[b].facts
         f.params |= base.params
+        f.frozen |= base.frozen
+        for k, v in base.registered_prefixes.items():
+            f.registered_prefixes.setdefault(k, v)
         f.buffers |= base.buffers
         f.submodules |= base.submodules
         f.functional |= base.functional
@@ -253,6 +265,8 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
             f.wraps.setdefault(k, set()).update(q)
     if module_classes is None:
         module_classes = {n for n, c in classes.items() if c.facts.is_module}
+    frozen_off: set[str] = set()  # self.k.requires_grad = False / requires_grad_(False) somewhere
+    frozen_on: set[str] = set()  # ... = True, requires_grad_(), or a flag not known
     for method in info.node.body:
         if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or not method.args.args:
             continue
@@ -268,10 +282,19 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
                 f.wraps.setdefault(k, set()).update(q)
         for stmt in statements(method):
             node = stmt.value if isinstance(stmt, ast.Expr) else stmt
+            flag = _requires_grad_set(node, self_name)
+            if flag is not None:
+                (frozen_off if flag[1] else frozen_on).add(flag[0])
+                continue
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
                 recv = node.func.value
                 if isinstance(recv, ast.Name) and recv.id == self_name and node.args:
                     first = node.args[0]
+                    prefix = _constant_prefix(first)
+                    if prefix and node.func.attr in ("register_buffer", "register_parameter"):
+                        kind = "buffer" if node.func.attr == "register_buffer" else "parameter"
+                        if f.registered_prefixes.setdefault(prefix, kind) != kind:
+                            f.registered_prefixes[prefix] = "both"
                     if isinstance(first, ast.Constant) and isinstance(first.value, str):
                         if node.func.attr == "register_buffer":
                             f.buffers.add(first.value)
@@ -308,6 +331,8 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
                     given = value.values if isinstance(value, ast.BoolOp) else [value]  # self.m = m or Default()
                     if method.name == "__init__" and any(isinstance(v, ast.Name) and v.id in init_args for v in given):
                         f.injected.add(t.attr)
+    # a parameter made or set with requires_grad=False that no method of the class turns on again
+    f.frozen = (f.frozen | (frozen_off & f.params)) - frozen_on
 
 
 def _names_function(name: str, nested: set[str], imports: ImportMap) -> bool:
@@ -334,6 +359,43 @@ def _module_like(node: ast.AST, imports: ImportMap, module_classes: set[str], in
     return False
 
 
+def _constant_prefix(node: ast.AST) -> str:
+    """The constant start of an f-string name (``f'biases_{i}'`` -> ``'biases_'``), or ''."""
+    if isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant) \
+            and isinstance(node.values[0].value, str) and len(node.values) > 1:
+        return node.values[0].value
+    return ""
+
+
+def registered_kind(facts: ClassFacts, name: ast.AST) -> str | None:
+    """'buffer' / 'parameter' / 'both' when ``name`` (a computed attribute name) starts like the
+    names the class registers by computed name, else None."""
+    prefix = _constant_prefix(name)
+    if not prefix:
+        return None
+    best = max((p for p in facts.registered_prefixes if prefix.startswith(p)), key=len, default=None)
+    return facts.registered_prefixes[best] if best is not None else None
+
+
+def _literal_false(node) -> bool:
+    return isinstance(node, ast.Constant) and node.value is False
+
+
+def _requires_grad_set(node: ast.AST, self_name: str) -> tuple[str, bool] | None:
+    """``self.k.requires_grad = <flag>`` or ``self.k.requires_grad_(<flag>)``: (k, whether the
+    flag is a literal False), else None."""
+    target = flag = None
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute) \
+            and node.targets[0].attr == "requires_grad":
+        target, flag = node.targets[0].value, node.value
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "requires_grad_":
+        target = node.func.value
+        flag = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "requires_grad"), None)
+    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == self_name:
+        return target.attr, _literal_false(flag)
+    return None
+
+
 def _classify(f: ClassFacts, attr: str, value: ast.AST, imports: ImportMap, module_classes: set[str], init_args: set[str], line: int) -> None:
     if isinstance(value, (ast.List, ast.Tuple)) and value.elts and all(
             _module_like(e, imports, module_classes, init_args) for e in value.elts):
@@ -347,6 +409,9 @@ def _classify(f: ClassFacts, attr: str, value: ast.AST, imports: ImportMap, modu
         last = _callee_last(func)
         if qual in ("torch.nn.Parameter", "torch.nn.parameter.Parameter") or last == "Parameter":
             f.params.add(attr)
+            if _literal_false(value.args[1] if len(value.args) > 1 else next(
+                    (k.value for k in value.keywords if k.arg == "requires_grad"), None)):
+                f.frozen.add(attr)
             return
         if qual in ("torch.nn.Buffer", "torch.nn.parameter.Buffer") or last == "Buffer":
             f.buffers.add(attr)

@@ -29,6 +29,22 @@ EXAMPLES = [
     (
         """
 import torch, torch.nn as nn
+class Rocket(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.kernels = nn.Parameter(torch.randn(8, 1, 9), requires_grad=False)  # random, never trained
+        self.scale = nn.Parameter(torch.ones(1))
+        self.scale.requires_grad = False
+    def forward(self, x):
+        c = torch.conv1d(x, self.kernels) * self.scale
+        self.biases = c.quantile(0.5, dim=-1)  # no grad_fn, unless the input x requires grad
+        return c.relu().mean(-1)
+""",
+        ["GLF010"],  # only the opt-in code for the argument: the frozen parameters are no grad source
+    ),
+    (
+        """
+import torch, torch.nn as nn
 class Cast(nn.Module):
     def __init__(self):
         super().__init__()

@@ -112,7 +112,7 @@ def _passed_modules(func, imports: ImportMap, module_classes: set[str], tree: as
     seen: dict[str, list[bool]] = {}
     for scope, calls in _calls_of(tree, func.name, source).items():
         bound: dict[str, ast.AST] = {}
-        for node in statements(scope):
+        for node in statements(tree if scope is None else scope):
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 bound[node.targets[0].id] = node.value
         for node in calls:
@@ -134,19 +134,20 @@ def _passed_modules(func, imports: ImportMap, module_classes: set[str], tree: as
 
 
 def _scope_bodies(tree: ast.Module) -> list[tuple[ast.AST, list[ast.stmt]]]:
-    """The module (its statements outside functions and classes) and every function, with the
-    statements of its body: where calls by plain name are looked for (kept on the tree)."""
+    """The module (as None: its statements outside functions and classes) and every function,
+    with the statements of its body: where calls by plain name are looked for (kept on the
+    tree, so the module is None here: the tree holding itself would be a reference cycle)."""
     cached = getattr(tree, "_graphleaf_scope_bodies", None)
     if cached is None:
-        scopes = [tree] + [s for s in tree_statements(tree) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
-        cached = tree._graphleaf_scope_bodies = [
-            (scope, scope.body if scope is not tree else [s for s in tree.body if not isinstance(
-                s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]) for scope in scopes]
+        top = [s for s in tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+        cached = tree._graphleaf_scope_bodies = [(None, top)] + [
+            (s, s.body) for s in tree_statements(tree) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
     return cached
 
 
 def _all_name_calls(tree: ast.Module) -> dict:
-    """function name -> {scope: [calls of it by plain name]}, for the whole file, walked once."""
+    """function name -> {scope (None: the module): [calls of it by plain name]}, for the whole
+    file, walked once."""
     cached = getattr(tree, "_graphleaf_name_calls", None)
     if cached is None:
         cached = {}
@@ -163,7 +164,7 @@ _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 
 
 def _calls_of(tree: ast.Module, name: str, source: str | None = None) -> dict:
-    """{scope: [calls of ``name`` by plain name]} in the file.
+    """{scope: [calls of ``name`` by plain name]} in the file (the module's own code: None).
 
     With the file's text, only the statements whose lines hold the word ``name`` are walked: a
     call's ``Name`` node is a token of the text, on its line.  A non-ASCII identifier is
