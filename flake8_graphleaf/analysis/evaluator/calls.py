@@ -200,6 +200,11 @@ class CallSemantics:
         if op.alias and recv is not None:
             # the tensor itself (x.to(x.dtype), x.float() of a float tensor): a parameter stays a
             # leaf; another dtype or a move between devices makes a copy that carries history
+            if recv.kind == LEAF and _moves_new_parameter(node, self.imports):
+                # nn.Parameter(...).to(device): the move is all the expression is for, and to any
+                # device but the parameter's own it gives a copy with a grad_fn, not the parameter
+                return Value(GRAPH, f"{short(node.func.value)}.to(...), a copy of the new parameter on any device "
+                                    "but the CPU (the parameter itself is not kept)", trail=recv.trail)
             return self.computed(recv) if self._converts(node) and recv.kind != GRAPH else recv
         return self.computed(NOTHING, *sources)
 
@@ -433,6 +438,26 @@ def is_property(func: ast.FunctionDef) -> bool:
         if name in ("property", "cached_property"):
             return True
     return False
+
+
+def _moves_new_parameter(node: ast.Call, imports) -> bool:
+    """``nn.Parameter(...).to(device)`` / ``.to(device=...)`` with a device that is not a literal
+    CPU: a parameter made and moved in one expression."""
+    func = node.func
+    if not (isinstance(func, ast.Attribute) and func.attr == "to" and isinstance(func.value, ast.Call)):
+        return False
+    made = func.value.func
+    qual = imports.qualname(made) or ""
+    if qual not in ("torch.nn.Parameter", "torch.nn.parameter.Parameter") and not (
+            isinstance(made, ast.Name) and made.id == "Parameter"):
+        return False
+    given = [k.value for k in node.keywords if k.arg == "device"] or node.args[:1]
+    for a in given:
+        if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("cpu"):
+            return False
+        if isinstance(a, (ast.Attribute, ast.Name)) and torch_facts.dtype_name(imports.qualname(a)) is not None:
+            return False  # .to(torch.float16): a dtype, judged by the table
+    return bool(given)
 
 
 def _names_cuda(node: ast.AST) -> bool:

@@ -21,6 +21,17 @@ RULES = {"GLF005": "non-leaf tensor stored on a module at construction"}
 EXAMPLES = [
     (
         """
+import torch, torch.nn as nn
+class Gaussian(nn.Module):
+    def __init__(self, n, device="cpu"):
+        super().__init__()
+        self.log_std = nn.Parameter(torch.zeros(n)).to(device)  # on a GPU: a copy, not the parameter
+        self.mean = nn.Parameter(torch.zeros(n, device=device))  # made where it lives: a parameter
+""",
+        ["GLF005"],
+    ),
+    (
+        """
 import torch.nn as nn
 class Scaled(nn.Linear):
     def __init__(self, n):
