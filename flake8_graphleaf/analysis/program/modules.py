@@ -403,6 +403,13 @@ def _classify(f: ClassFacts, attr: str, value: ast.AST, imports: ImportMap, modu
         # submodules (its state_dict); calling an element is a module call, and deepcopy copies it
         f.submodules.add(attr)
         return
+    if isinstance(value, ast.IfExp):
+        # self.model = Wrapper(model) if not hasattr(model, "scale") else model: what the built
+        # branch makes (the other is the given object, or another build)
+        for branch in (value.body, value.orelse):
+            if isinstance(branch, ast.Call):
+                _classify(f, attr, branch, imports, module_classes, init_args, line)
+        return
     if isinstance(value, ast.Call):
         func = value.func
         qual = imports.qualname(func) or ""
