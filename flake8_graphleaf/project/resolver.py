@@ -127,7 +127,14 @@ class FileResolver(ProjectView):
     def _reached_from(self, user: str, words: tuple[str, ...]) -> tuple[dict[str, int], bool]:
         """(the modules ``user`` imports, and those its imported modules of its own folder and
         below import, USER_DEPTH steps deep, each with the step it is first reached at; whether
-        the user or one of those files of its folder has one of ``words``)."""
+        the user or one of those files of its folder has one of ``words``). Once per user and
+        words: a user is asked about from each folder it may reach."""
+        key = ("reached-from", user, words)
+        if key not in self.memo:
+            self.memo[key] = self._walk_reached(user, words)
+        return self.memo[key]
+
+    def _walk_reached(self, user: str, words: tuple[str, ...]) -> tuple[dict[str, int], bool]:
         scope = os.path.join(os.path.dirname(user), "")
         reached: dict[str, int] = {}
         sinks = any(w in self.index.text(user) for w in words)

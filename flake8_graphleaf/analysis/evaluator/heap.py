@@ -945,21 +945,25 @@ def _live_defs(parsed, text: str | None = None) -> set[str]:
     project = getattr(parsed.imports, "project", None)
     if text is None and project is not None:
         text = project.text_of(parsed.path)
-    lines = text.split("\n") if text else None
     defs = {name: node for name, node in parsed.defs.items()
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-    if lines is None:  # no text: every definition may
+    if not text:  # no text: every definition may
         memo["heap_live"] = live = set(defs) | {TOP}
         return live
-    texts = {name: _segment(lines, node) for name, node in defs.items()}
-    texts[TOP] = "\n".join(_segment(lines, s) for s in parsed.tree.body
-                            if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
-    live = {name for name, t in texts.items() if any(w in t for w in _SINK_WORDS)}
+    imported_live = set()
     imported = getattr(parsed.imports, "names", {}) or {}
     if project is not None:
         for local, qual in imported.items():
             if isinstance(qual, str) and local in text and _imported_live(project, qual):
-                live.add(local)
+                imported_live.add(local)
+    if not imported_live and not any(w in text for w in _SINK_WORDS):
+        memo["heap_live"] = live = set()  # nothing here names a copy or a send, nor imports one that may
+        return live
+    lines = text.split("\n")
+    texts = {name: _segment(lines, node) for name, node in defs.items()}
+    texts[TOP] = "\n".join(_segment(lines, s) for s in parsed.tree.body
+                            if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
+    live = {name for name, t in texts.items() if any(w in t for w in _SINK_WORDS)} | imported_live
     changed = True
     while changed:
         changed = False
