@@ -925,7 +925,9 @@ def _where_stored(kept: Kept) -> tuple:
     return kept.path, kept.node.lineno
 
 
-_SINK_WORDS = ("deepcopy", "AveragedModel", "ModelEma", "DataLoader", ".put(", ".put_nowait(", "Process(", "spawn(",
+# the sinks' names as a call spells them (``Tensor.__deepcopy__`` in a table is no copy), and
+# ``deepcopy as`` for an import that renames it
+_SINK_WORDS = ("deepcopy(", "deepcopy as ", "AveragedModel", "ModelEma", "DataLoader", ".put(", ".put_nowait(", "Process(", "spawn(",
                "start_processes(")
 
 

@@ -37,6 +37,24 @@ WORDS = ("deepcopy", "AveragedModel", "ModelEma", "DataLoader", "multiprocessing
 EXAMPLES = [
     (
         """
+from copy import deepcopy as dc
+import torch, torch.nn as nn
+class Trainer:
+    def __init__(self):
+        self.net = nn.Linear(2, 2)
+    def step(self, x):
+        self.last = self.net(x).sum()  # kept on the trainer, on the graph
+        self.last.backward()
+def main():
+    t = Trainer()
+    t.step(torch.randn(3, 2))
+    return dc(t)  # deepcopy under another name
+main()
+""",
+        ["GLF001", "GLF202"],
+    ),
+    (
+        """
 import copy, torch
 def run_test(model, inputs):
     return model(copy.deepcopy(inputs))
