@@ -108,3 +108,17 @@ def test_a_call_spelled_with_compatibility_characters_is_still_a_call():
     wide = analyze_source(STEP.replace("CALL", "\uff53\uff54\uff45\uff50(Net(), 1)"))
     assert [(f.code, f.line) for f in plain] == [(f.code, f.line) for f in wide]
     assert [f.code for f in plain] == ["GLF001"]
+
+
+def test_lines_matching_with_a_literal_finds_the_same_lines_as_the_pattern():
+    import re
+
+    from flake8_graphleaf.analysis.program.stmtwalk import lines_matching
+
+    source = "x = setattr(a, 'b', 1)\nsetattrs = 2\n\n  setattr (m, n, v)  # setattr(\nreset_attr(x)\nsetattr"
+    pattern = re.compile(r"\bsetattr\s*\(")
+    assert lines_matching(source, pattern, "setattr") == lines_matching(source, pattern) == {1, 4}
+    word = re.compile(r"\bstep\b")
+    text = "def step(x):\n    return x\nstepper = 1\nmodel.step()\n# step\nsteps"
+    assert lines_matching(text, word, "step") == lines_matching(text, word) == {1, 4, 5}
+    assert lines_matching("", word, "step") == set()

@@ -149,7 +149,7 @@ def check(runner: ClassRunner) -> list[Finding]:
 def check_functions(tree: ast.Module, imports: ImportMap, source: str | None = None) -> list[Finding]:
     """Module-level functions that patch modules (``setattr(module, name, ...)``)."""
     out: list[Finding] = []
-    lines = lines_matching(source, _SETATTR) if source is not None else None
+    lines = lines_matching(source, _SETATTR, "setattr") if source is not None else None
     for node in tree.body:
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue

@@ -158,6 +158,7 @@ def _copier(node: ast.Call, imports: ImportMap) -> str | None:
 
 
 CALL_TEXT = re.compile(r"\b(deepcopy|AveragedModel|ModelEma\w*)\s*\(")
+CALL_WORDS = ("deepcopy", "AveragedModel", "ModelEma")  # each match of CALL_TEXT holds one
 
 
 def check(
@@ -168,7 +169,7 @@ def check(
     parents: dict = {}
     targets: dict[int, tuple[ast.Call, str]] = {}
     if source is not None:
-        lines = lines_matching(source, CALL_TEXT)
+        lines = set().union(*(lines_matching(source, CALL_TEXT, w) for w in CALL_WORDS))
         if not lines:
             return []
         scopes = scopes_at(tree, lines)

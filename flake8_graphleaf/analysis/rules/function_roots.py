@@ -178,7 +178,7 @@ def _calls_of(tree: ast.Module, name: str, source: str | None = None) -> dict:
     if memo is None:
         memo = tree._graphleaf_calls_by_name = {None: set() if source.isascii() else lines_matching(source, _NON_ASCII)}
     if name not in memo:
-        lines = sorted(lines_matching(source, re.compile(rf"\b{re.escape(name)}\b")) | memo[None])
+        lines = sorted(lines_matching(source, re.compile(rf"\b{re.escape(name)}\b"), name) | memo[None])
         found: dict = {}
         for scope, body in _scope_bodies(tree) if lines else ():
             for stmt in body:
