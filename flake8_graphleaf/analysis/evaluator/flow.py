@@ -11,9 +11,8 @@ from typing import Callable
 from .graph_tensors import ARG, GRAPH, LEAF, MODULE, NOTHING, Evaluator, Value, join, join_tuples, short
 from ..values import merge_paths
 from ..facts import torch_facts
-from ..program.grad_mode import function_grad_mode, grad_guard, grad_mode_of
+from ..program.grad_mode import grad_guard, grad_mode_of
 from ..program.stmtwalk import statements
-from ..facts.torch_names import is_torch_name
 
 # Methods that put a value into the container they are called on (Python's, and a set's add).
 CONTAINER_MUTATORS = frozenset(

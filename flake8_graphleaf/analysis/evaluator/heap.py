@@ -267,6 +267,8 @@ class Program:
             if direct:
                 self.values[key] = value
             if value.kind == GRAPH and frame.grad:
+                if not direct and key in self.kept:
+                    continue  # put into a container that holds one already: the first store is still in it
                 if frame.hook:
                     code = "GLF003"
                 root = target.split(".", 1)[0].split("[", 1)[0]
@@ -540,7 +542,13 @@ class Frame(Evaluator):
             return result
         callees = self._callees(func)
         if not callees:
-            return super().eval_Call(node)
+            result = super().eval_Call(node)
+            if qual in _MODULE_CONTAINERS:
+                # nn.ModuleList([Block(...) for ...]), nn.Sequential(*layers): the container holds
+                # the program's objects it is given (made as its arguments were evaluated), and
+                # iterating or indexing it gives them
+                self.call_types[id(node)] = frozenset().union(*(flatten(self.types_of(a)) for a in node.args))
+            return result
         pos = [self.eval(a) for a in node.args]
         kw = {k.arg or "**": self.eval(k.value) for k in node.keywords}
         pos_types = [self.types_of(a) for a in node.args]
@@ -929,6 +937,11 @@ def _where_stored(kept: Kept) -> tuple:
 # ``deepcopy as`` for an import that renames it
 _SINK_WORDS = ("deepcopy(", "deepcopy as ", "AveragedModel", "ModelEma", "DataLoader", ".put(", ".put_nowait(", "Process(", "spawn(",
                "start_processes(")
+
+
+# containers of modules whose elements are what they are given (positionally)
+_MODULE_CONTAINERS = frozenset({"torch.nn.ModuleList", "torch.nn.Sequential", "torch.nn.modules.container.ModuleList",
+                                "torch.nn.modules.container.Sequential"})
 
 
 def _segment(lines: list[str], node: ast.AST) -> str:

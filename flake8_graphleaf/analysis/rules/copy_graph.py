@@ -20,13 +20,12 @@ decide what their copies hold and are not looked into.
 from __future__ import annotations
 
 import ast
-import os
 
 from .. import witness
 from ..findings import Finding
 from ..evaluator.heap import Kept, Sink, may_reach_sink, run_file, runs_for
 from ..values import short
-from . import cleared_by_program, finding, origin_text
+from . import cleared_by_program, display_path, finding, origin_text
 
 RULES: dict[str, str] = {}  # it reports GLF001 / GLF002 / GLF003 / GLF202 / GLF301 (their rules' RULES)
 
@@ -258,7 +257,7 @@ def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
                        "build the dataset from .detach()ed tensors")
         site = finding(code, node, message, data={"kind": "copy-graph", "cause_line": first.node.lineno,
                                                   "cause_code": first.code,
-                                                  "cause_path": None if first.path == here else _display(first.path, here)})
+                                                  "cause_path": None if first.path == here else display_path(first.path, here)})
         site.witness = _witness(first, sink, here)
         out.append(site)
         _stores(sink, here, taken, stores, module, classes)
@@ -273,7 +272,7 @@ def _cleared(programs: list, here: str) -> dict[int, str]:
     for p in programs:
         for (path, line), (at_path, at_line) in p.cleared.items():
             if path == here and (path, line) not in survived:
-                out.setdefault(line, f"line {at_line}" if at_path == here else f"{_display(at_path, here)}:{at_line}")
+                out.setdefault(line, f"line {at_line}" if at_path == here else f"{display_path(at_path, here)}:{at_line}")
     return out
 
 
@@ -310,7 +309,7 @@ def _local_class(atom: tuple, here: str, classes: dict) -> str | None:
 
 
 def _at(sink: Sink, here: str) -> str:
-    return f"line {sink.node.lineno}" if sink.path == here else f"{_display(sink.path, here)}:{sink.node.lineno}"
+    return f"line {sink.node.lineno}" if sink.path == here else f"{display_path(sink.path, here)}:{sink.node.lineno}"
 
 
 def _holder(kept: Kept) -> str:
@@ -321,20 +320,7 @@ def _holder(kept: Kept) -> str:
 
 
 def _where(kept: Kept, here: str) -> str:
-    return f"line {kept.node.lineno}" if kept.path == here else f"{_display(kept.path, here)}:{kept.node.lineno}"
-
-
-def _display(path: str, here: str) -> str:
-    """Another file of the program as a message names it: from the checked file's folder when it
-    is there or below (``train.py``, ``utils/ema.py``), else from the working directory, else whole."""
-    try:
-        rel = os.path.relpath(path, os.path.dirname(os.path.abspath(here)))
-        if not rel.startswith(".."):
-            return rel
-        rel = os.path.relpath(path)
-    except ValueError:
-        return path
-    return path if rel.startswith(".." + os.sep + "..") else rel
+    return f"line {kept.node.lineno}" if kept.path == here else f"{display_path(kept.path, here)}:{kept.node.lineno}"
 
 
 def _store(kept: Kept, sink: Sink, here: str, module: str, classes: dict) -> Finding:
@@ -362,10 +348,10 @@ def _witness(kept: Kept, sink: Sink, here: str, at_copy: bool = True) -> dict:
                          copied=f"{sink.what} at {_at(sink, here)} copies {_holder(kept)} and with it "
                                 f"'{kept.target}'")
     if kept.path != here:
-        proof["steps"] = [[line, f"{_display(kept.path, here)}: {code}"] for line, code in proof["steps"]]
+        proof["steps"] = [[line, f"{display_path(kept.path, here)}: {code}"] for line, code in proof["steps"]]
     site = short(sink.node)
     if at_copy:
-        proof["steps"].append([sink.node.lineno, site if sink.path == here else f"{_display(sink.path, here)}: {site}"])
+        proof["steps"].append([sink.node.lineno, site if sink.path == here else f"{display_path(sink.path, here)}: {site}"])
     return proof
 
 
@@ -375,10 +361,10 @@ def _copied_argument(sink: Sink, here: str, reported: set) -> list[Finding]:
     path, made, given, call, who = sink.origin
     out = []
     copy_at = _at(sink, here)
-    made_at = f"line {made.lineno}" if path == here else f"{_display(path, here)}:{made.lineno}"
+    made_at = f"line {made.lineno}" if path == here else f"{display_path(path, here)}:{made.lineno}"
     source = origin_text(sink.value)
     def prefix(p: str) -> str:
-        return "" if p == here else f"{_display(p, here)}: "
+        return "" if p == here else f"{display_path(p, here)}: "
 
     proof = witness.chain(f"a tensor on the autograd graph ({source})", witness.source_kind(sink.value.origin or ""),
                           [(made.lineno, prefix(path), made), (call.lineno, prefix(path), call),
@@ -400,7 +386,7 @@ def _copied_argument(sink: Sink, here: str, reported: set) -> list[Finding]:
                     f"{sink.what} copies a tensor on the autograd graph ({source}) that {who} makes at {made_at} "
                     f"and passes on; it raises RuntimeError: copy .detach().clone() of it, or pass a leaf",
                     data={"kind": "copy-graph", "cause_line": made.lineno,
-                          "cause_path": None if path == here else _display(path, here)})
+                          "cause_path": None if path == here else display_path(path, here)})
         f.witness = proof
         out.append(f)
     return out

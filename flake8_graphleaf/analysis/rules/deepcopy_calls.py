@@ -6,7 +6,6 @@ makes the copy fail; the message names the file and line of that finding."""
 from __future__ import annotations
 
 import ast
-import os
 import re
 
 from .. import witness
@@ -19,7 +18,7 @@ from ..program.modules import ClassInfo
 from ..facts.sinks import COPIER_NAMES, COPIERS
 from ..program.stmtwalk import lines_matching, own_nodes, scopes_at, statements, tree_statements
 from ..evaluator.scopes import ClassRunner, is_forward_root, self_name
-from . import ARGUMENT_ONLY, argument_only, finding, on_trust, origin_text
+from . import ARGUMENT_ONLY, argument_only, display_path, finding, on_trust, origin_text
 
 RULES = {
     "GLF201": "copy.deepcopy of a tensor that is on the autograd graph",
@@ -388,15 +387,7 @@ def _remote_broken(imports, qual: str | None):
     broken = _broken_classes(classes, analysis.findings)
     if name not in broken:
         return None
-    return name, broken[name], _display_path(found_module.path)
-
-
-def _display_path(path: str) -> str:
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:  # another drive
-        return path
-    return path if rel.startswith(".." + os.sep + "..") else rel
+    return name, broken[name], display_path(found_module.path, getattr(imports.current, "path", "") or "")
 
 
 def _witnessed_site(node: ast.Call, kind: str, how: str, cause: Finding, where: str, at: str, f: Finding) -> Finding:
