@@ -17,6 +17,7 @@ from .flow import Walker
 from ..program.grad_mode import function_grad_mode
 from .graph_tensors import ARG, GRAPH, LEAF, NOTHING, Evaluator, Value
 from ..program.project_view import Definition
+from ..program.stmtwalk import walk
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ def function_effect(definition: Definition, depth: int = 0) -> Effect | None:
 
 def _judge_function(definition: Definition, depth: int) -> Effect | None:
     func = definition.node
-    if sum(1 for _ in ast.walk(func)) > 4000:
+    if sum(1 for _ in walk(func)) > 4000:
         return None
     args = func.args
     positional = [a.arg for a in args.posonlyargs + args.args]

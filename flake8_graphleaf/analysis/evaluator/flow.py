@@ -12,7 +12,7 @@ from .graph_tensors import ARG, GRAPH, LEAF, MODULE, NOTHING, Evaluator, Value, 
 from ..values import merge_paths
 from ..facts import torch_facts
 from ..program.grad_mode import grad_guard, grad_mode_of
-from ..program.stmtwalk import statements
+from ..program.stmtwalk import statements, walk
 
 # Methods that put a value into the container they are called on (Python's, and a set's add).
 CONTAINER_MUTATORS = frozenset(
@@ -512,7 +512,7 @@ def overwritten_later(
         for i, stmt in enumerate(block):
             if not (stmt.lineno <= target.lineno <= stmt.end_lineno):
                 continue
-            if not any(n is target for n in ast.walk(stmt)):
+            if not any(n is target for n in walk(stmt)):
                 continue
             if isinstance(stmt, ast.Try) and any(_resets(s, text, attr, reported, resetters) for s in stmt.finalbody):
                 return True

@@ -14,11 +14,11 @@ analysis does not follow at all says nothing.
 
 from __future__ import annotations
 
-import ast
 from dataclasses import dataclass
 
 from ..values import ARG, LEAF, NOTHING, Value
 from ..program.helper_objects import program_class
+from ..program.stmtwalk import walk
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ def forward_items(imports, qualname: str, depth: int = 0) -> ForwardItems | None
         return memo[key]
     memo[key] = None  # recursion: unknown
     func = info.facts.methods.get("forward") if info.facts.is_module else None
-    if func is None or sum(1 for _ in ast.walk(func)) > 3000:
+    if func is None or sum(1 for _ in walk(func)) > 3000:
         return None
     args = func.args
     names = [a.arg for a in (args.posonlyargs + args.args)[1:]]

@@ -40,6 +40,7 @@ from ..program.helper_objects import copies_itself, file_classes
 from .scopes import _explicit_enable, bind, self_name, settle_flags
 from ..facts.sinks import COPIER_NAMES as _COPIER_NAMES, COPIERS as _COPIERS, LOADERS as _LOADERS, QUEUES as _QUEUES
 from ..facts.sinks import SPAWNERS as _SPAWNERS, TENSOR_DATASETS as _TENSOR_DATASETS, is_mp as _mp, with_workers
+from ..program.stmtwalk import walk
 
 BUDGET = 20  # function runs from one root (the module's code, or one function)
 MAX_DEPTH = 6
@@ -1051,7 +1052,7 @@ def _passed_parameter(func, arg: ast.AST, line: int, depth: int = 0) -> str | No
     bound = _bound_before(func.body, root, line, items=False)
     if bound is None:
         return None
-    names = {n.id for n in ast.walk(bound.value) if isinstance(n, ast.Name)} & _params(func)
+    names = {n.id for n in walk(bound.value) if isinstance(n, ast.Name)} & _params(func)
     if len(names) != 1:
         return None
     return _passed_parameter(func, ast.Name(id=names.pop()), bound.lineno, depth + 1)
@@ -1060,7 +1061,7 @@ def _passed_parameter(func, arg: ast.AST, line: int, depth: int = 0) -> str | No
 def _made_in(value: Value, body: list, line: int):
     """The last step of the value's witness trail that is a statement of ``body`` before ``line``
     (``batch["pred"] = model(batch["image"])``), or None."""
-    ids = {id(n) for stmt in body for n in ast.walk(stmt)}
+    ids = {id(n) for stmt in body for n in walk(stmt)}
     steps = [node for step_line, _target, node in value.trail if id(node) in ids and step_line < line]
     return steps[-1] if steps else None
 
@@ -1087,7 +1088,7 @@ def _bound_before(body: list, given: ast.AST, line: int, items: bool = True):
         return None
     best = None
     for stmt in body:
-        for n in ast.walk(stmt):
+        for n in walk(stmt):
             if isinstance(n, ast.Assign) and n.lineno < line and any(
                     _rooted(t, given.id) if items else isinstance(t, ast.Name) and t.id == given.id for t in n.targets):
                 if best is None or n.lineno > best.lineno:

@@ -16,6 +16,7 @@ from ..facts.torch_names import METRIC_DATA_ARG_RE, non_tensor_annotation, tenso
 from ..values import constant_name
 from ..program.imports import ImportMap
 from ..program.modules import ClassInfo
+from ..program.stmtwalk import walk
 
 StoreSink = Callable[[Store, ast.FunctionDef], None]
 
@@ -40,7 +41,7 @@ def forward_roots(info: ClassInfo) -> list[str]:
     for name in roots:
         func = info.facts.methods[name]
         me = self_name(func)
-        for n in ast.walk(func):
+        for n in walk(func):
             if (
                 isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name)
                 and n.func.value.id == me and n.func.attr != name

@@ -18,6 +18,7 @@ import ast
 import re
 
 from ..findings import Finding
+from .stmtwalk import walk
 
 # The rules whose finding is about a value held in the instance ``__dict__``.
 COVERABLE = ("GLF001", "GLF002", "GLF003", "GLF010")
@@ -46,7 +47,7 @@ def named_in_own_copy(class_node: ast.ClassDef) -> set[str]:
     out: set[str] = set()
     for stmt in class_node.body:
         if isinstance(stmt, ast.FunctionDef) and stmt.name in OWN_COPY:
-            for n in ast.walk(stmt):
+            for n in walk(stmt):
                 if isinstance(n, ast.Attribute):
                     out.add(n.attr)
                 elif _const_str(n) and _const_str(n).isidentifier():
@@ -62,7 +63,7 @@ def covered_attributes(class_node: ast.ClassDef) -> set[str]:
     if method is None:
         return out
     loops: dict[str, list[str]] = {}
-    for n in ast.walk(method):
+    for n in walk(method):
         if isinstance(n, ast.For) and isinstance(n.target, ast.Name) and isinstance(n.iter, (ast.Tuple, ast.List, ast.Set)):
             names = [_const_str(e) for e in n.iter.elts]
             if names and all(names):
@@ -70,7 +71,7 @@ def covered_attributes(class_node: ast.ClassDef) -> set[str]:
         elif isinstance(n, ast.For) and isinstance(n.target, ast.Name) and _every_key(n.iter) \
                 and _detaches_each(n):
             loops[n.target.id] = [ALL]
-    for n in ast.walk(method):
+    for n in walk(method):
         # self.feats.clear() / self.cache = None before the state is taken
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "clear":
             if isinstance(n.func.value, ast.Attribute) and isinstance(n.func.value.value, ast.Name):
@@ -96,9 +97,9 @@ def covered_attributes(class_node: ast.ClassDef) -> set[str]:
 def _detaches_each(loop: ast.For) -> bool:
     """Does the loop over every entry store ``state[name] = <something that detaches>`` (a call
     of ``detached(...)`` or a ``.detach()``)?  Moving tensors (``.cpu()``) keeps their graph."""
-    for n in ast.walk(loop):
+    for n in walk(loop):
         if isinstance(n, ast.Assign) and any(isinstance(t, ast.Subscript) for t in n.targets):
-            for c in ast.walk(n.value):
+            for c in walk(n.value):
                 if isinstance(c, ast.Call) and ((isinstance(c.func, ast.Name) and c.func.id == "detached")
                                                 or (isinstance(c.func, ast.Attribute) and c.func.attr == "detach")):
                     return True
@@ -127,7 +128,7 @@ def stored_name(f: Finding, scope: ast.AST | None = None) -> str | None:
         return None
     name = m.group(2)
     if name == "__dict__":
-        for node in ast.walk(scope) if scope is not None and not m.group(3) else ():
+        for node in walk(scope) if scope is not None and not m.group(3) else ():
             if isinstance(node, ast.Subscript) and (node.lineno, node.col_offset) == (f.line, f.col):
                 return _const_str(node.slice)
         return None
@@ -154,7 +155,7 @@ def covered_in_class(name: str, classes: dict, seen: frozenset = frozenset()) ->
         return set()
     own = getstate_of(info.node)
     out = covered_attributes(info.node)
-    if own is None or "super" in {n.id for n in ast.walk(own) if isinstance(n, ast.Name)}:
+    if own is None or "super" in {n.id for n in walk(own) if isinstance(n, ast.Name)}:
         for base in info.local_bases:
             out |= covered_in_class(base, classes, seen | {name})
     return out

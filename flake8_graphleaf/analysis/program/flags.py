@@ -31,7 +31,7 @@ import ast
 import re
 import weakref
 
-from .stmtwalk import statements
+from .stmtwalk import statements, walk
 
 _UNKNOWN = object()
 
@@ -89,7 +89,7 @@ def _tested(methods) -> set[str]:
 
 
 def _self_attrs(test: ast.AST, me: str | None) -> set[str]:
-    return {n.attr for n in ast.walk(test)
+    return {n.attr for n in walk(test)
             if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == me}
 
 
@@ -114,7 +114,7 @@ def _calls_by_name(parsed) -> dict[str, list]:
     if "calls_by_name" not in memo:
         table: dict[str, list] = {}
         for owner, func in _functions(parsed.tree):
-            for call in ast.walk(func):
+            for call in walk(func):
                 if isinstance(call, ast.Call):
                     f = call.func
                     name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
@@ -140,7 +140,7 @@ def _param(init, name: str):
 
 def _local_literal(func, name: str):
     """The literal a local is bound to, when the function binds it exactly once, to a literal."""
-    bound = [n for n in ast.walk(func) if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With,
+    bound = [n for n in walk(func) if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With,
                                                            ast.NamedExpr))
              and any(isinstance(t, ast.Name) and t.id == name for t in _bound_names(n))]
     if len(bound) == 1 and isinstance(bound[0], ast.Assign) and len(bound[0].targets) == 1:
@@ -154,7 +154,7 @@ def _bound_names(node):
     out = []
     for t in targets:
         if t is not None:
-            out += [n for n in ast.walk(t) if isinstance(n, ast.Name)]
+            out += [n for n in walk(t) if isinstance(n, ast.Name)]
     return out
 
 
@@ -335,7 +335,7 @@ def _assigned_on_others(nodes) -> set[str]:
     (``model.flag = ...``, ``setattr(module, "flag", ...)``)."""
     out = set()
     for tree in nodes:
-        for node in ast.walk(tree):
+        for node in walk(tree):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
                 node, (ast.AnnAssign, ast.AugAssign)) else []
             for t in targets:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ast
 
-from .stmtwalk import statements
+from .stmtwalk import statements, walk
 from ..facts.torch_names import looks_like_module_name
 
 # Calls on a given container that give its models (or a copy of the container) back.
@@ -70,7 +70,7 @@ def given_in_init(init: ast.FunctionDef, self_name: str, init_args: set[str],
                 while isinstance(iterated, ast.Call) and isinstance(iterated.func, ast.Attribute):
                     iterated = iterated.func.value
                 if names or attrs & given_attrs or (isinstance(iterated, ast.Name) and iterated.id in init_args):
-                    given_locals.update(n.id for n in ast.walk(stmt.target) if isinstance(n, ast.Name))
+                    given_locals.update(n.id for n in walk(stmt.target) if isinstance(n, ast.Name))
                 continue
             if not isinstance(stmt, ast.Assign):
                 continue
@@ -104,7 +104,7 @@ def given_in_init(init: ast.FunctionDef, self_name: str, init_args: set[str],
 def _wrapper_given(init: ast.FunctionDef, self_name: str, init_args: set[str], bases, qualname) -> bool:
     """Does ``__init__`` hand one of its arguments to a torch wrapper base's ``__init__`` as the
     module (``super().__init__(module)``, ``DataParallel.__init__(self, module=m)``)?"""
-    for node in ast.walk(init):
+    for node in walk(init):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "__init__"):
             continue
         recv, args = node.func.value, list(node.args)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 
 from ..facts.torch_names import is_torch_name
+from .stmtwalk import walk
 
 
 def grad_mode_of(call: ast.AST, imports, current: bool) -> bool:
@@ -70,7 +71,7 @@ def eval_call_with_grad(tree: ast.Module, imports, source: str | None = None) ->
     an acquisition function's gradient through a posterior). None when the file shows none."""
     if source is not None and ".eval()" not in source:
         return None
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and function_grad_mode(node, imports):
             line = _eval_then_call(node.body, imports, True, set())
             if line is not None:
@@ -91,7 +92,7 @@ def _eval_then_call(body: list, imports, grad: bool, evald: set) -> int | None:
         blocks += [h.body for h in getattr(stmt, "handlers", [])]
         headers = [v for field, v in ast.iter_fields(stmt) if field not in ("body", "orelse", "finalbody", "handlers")]
         own = [item for v in headers for item in (v if isinstance(v, list) else [v]) if isinstance(item, ast.AST)]
-        for node in (n for item in own for n in ast.walk(item)):
+        for node in (n for item in own for n in walk(item)):
             if isinstance(node, ast.Call):
                 func = node.func
                 if isinstance(func, ast.Attribute) and func.attr in ("eval", "train") and not node.args:

@@ -17,6 +17,7 @@ import ast
 from .copysafe_state import OWN_COPY
 from .modules import ClassInfo, collect_classes
 from .project_view import resolve_from
+from .stmtwalk import walk
 
 
 def file_classes(parsed) -> tuple[dict[str, ClassInfo], set[str]]:
@@ -94,7 +95,7 @@ def binds_own_copy(info: ClassInfo) -> bool:
                 continue
             seen.add(method.name)
             me = method.args.args[0].arg
-            for n in ast.walk(method):
+            for n in walk(method):
                 if isinstance(n, ast.Assign) and any(
                         isinstance(t, ast.Attribute) and t.attr in OWN_COPY and isinstance(t.value, ast.Name)
                         and t.value.id == me for t in n.targets):
@@ -110,7 +111,7 @@ def returns_self(func: ast.FunctionDef) -> bool:
     """``return self``: the call gives the helper object back (its state is what matters)."""
     me = func.args.args[0].arg if func.args.args else None
     return any(isinstance(n, ast.Return) and isinstance(n.value, ast.Name) and n.value.id == me
-               for n in ast.walk(func))
+               for n in walk(func))
 
 
 def reads_runtime_state(info: ClassInfo, func: ast.FunctionDef) -> bool:
@@ -122,7 +123,7 @@ def reads_runtime_state(info: ClassInfo, func: ast.FunctionDef) -> bool:
         if name == "__init__" or not m.args.args:
             continue
         me = m.args.args[0].arg
-        for n in ast.walk(m):
+        for n in walk(m):
             targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, (ast.AugAssign, ast.AnnAssign)) else []
             for t in targets:
                 if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == me:
@@ -134,7 +135,7 @@ def reads_runtime_state(info: ClassInfo, func: ast.FunctionDef) -> bool:
             continue
         seen.add(id(m))
         me = m.args.args[0].arg
-        for n in ast.walk(m):
+        for n in walk(m):
             if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == me:
                 read.add(n.attr)
                 if n.attr in methods:

@@ -35,15 +35,21 @@ class ImportMap:
         if module:
             package = module if is_package else module.rpartition(".")[0]
         fallback: list[ast.ImportFrom] = []
+        in_fallback: set[int] = set()
         for node in tree_statements(tree):
-            if isinstance(node, ast.Try):
+            kind = type(node)
+            if kind not in _IMPORT_MAP_KINDS:
+                continue  # most statements: nothing here to read
+            if kind is ast.Try or kind is _TRY_STAR:
                 # `except ImportError: from torch.nn.utils import weight_norm` is a fallback:
                 # the name means what the try body imported.
                 for handler in node.handlers:
                     for stmt in handler.body:
                         if isinstance(stmt, ast.ImportFrom):
                             fallback.append(stmt)
-            if isinstance(node, ast.ImportFrom) and node in fallback:
+                            in_fallback.add(id(stmt))
+                continue
+            if kind is ast.ImportFrom and id(node) in in_fallback:
                 continue
             if isinstance(node, ast.Import):
                 for alias in node.names:
@@ -107,6 +113,11 @@ class ImportMap:
                 return None
         parts.append(base)
         return ".".join(reversed(parts))
+
+
+_TRY_STAR = getattr(ast, "TryStar", ast.Try)
+_IMPORT_MAP_KINDS = frozenset({ast.Try, _TRY_STAR, ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef,
+                               ast.ClassDef})
 
 
 def _absolute(node: ast.ImportFrom, package: str | None) -> str | None:

@@ -9,7 +9,7 @@ from ..facts.torch_names import looks_like_module_name
 from .imports import ImportMap
 from .project_view import FOREIGN_FRAMEWORK, MODULE_CLASS, NON_TORCH_FRAMEWORKS, OTHER_CLASS, class_kind, resolve
 from .summaries import factories_of
-from .stmtwalk import statements, tree_statements
+from .stmtwalk import statements, tree_statements, walk
 from ..facts.torch_names import is_torch_name
 
 # Bases of other libraries that are nn.Module subclasses (matched on the last name).
@@ -345,7 +345,7 @@ def _names_function(name: str, nested: set[str], imports: ImportMap) -> bool:
 
 
 def _nested_defs(method: ast.FunctionDef) -> set[str]:
-    return {n.name for n in ast.walk(method) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n is not method}
+    return {n.name for n in statements(method) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}  # defs are statements
 
 
 def _module_like(node: ast.AST, imports: ImportMap, module_classes: set[str], init_args: set[str]) -> bool:

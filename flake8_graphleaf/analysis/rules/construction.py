@@ -13,7 +13,7 @@ from ..program.grad_mode import function_grad_mode
 from ..evaluator.graph_tensors import GRAPH, MODULE, NOTHING, Evaluator, Value, looks_like_module_name, looks_like_parameter
 from ..program.imports import ImportMap
 from ..evaluator.scopes import ClassRunner, self_name
-from ..program.stmtwalk import lines_matching
+from ..program.stmtwalk import lines_matching, walk
 from . import drop_overwritten, finding, origin_text
 
 RULES = {"GLF005": "non-leaf tensor stored on a module at construction"}
@@ -99,7 +99,7 @@ def removes_parameter(scope) -> bool:
     """Does this function (or class) delete a registered Parameter before replacing it?"""
     if scope is None:
         return False
-    for n in ast.walk(scope):
+    for n in walk(scope):
         if isinstance(n, ast.Delete) and "_parameters" in ast.unparse(n):
             return True
         if isinstance(n, ast.Call):
@@ -156,7 +156,7 @@ def check_functions(tree: ast.Module, imports: ImportMap, source: str | None = N
         if lines is not None and not any(node.lineno <= n <= (node.end_lineno or node.lineno) for n in lines):
             continue  # its text never says setattr(
         if not any(
-            isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "setattr" for n in ast.walk(node)
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "setattr" for n in walk(node)
         ):
             continue
         ev = Evaluator(imports, None, None, set())

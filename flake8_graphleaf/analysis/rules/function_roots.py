@@ -25,7 +25,7 @@ from ..evaluator.flow import Store, Walker
 from ..program.grad_mode import function_grad_mode
 from ..evaluator.graph_tensors import GRAPH, MODULE, NOTHING, Evaluator, Value, looks_like_parameter
 from ..program.imports import ImportMap
-from ..program.stmtwalk import lines_matching, statements, tree_statements, walk_lines
+from ..program.stmtwalk import lines_matching, statements, tree_statements, walk, walk_lines
 from . import drop_overwritten, finding, origin_text
 
 RULES: dict[str, str] = {}  # it reports GLF001 / GLF002 (forward_stores.RULES)
@@ -153,7 +153,7 @@ def _all_name_calls(tree: ast.Module) -> dict:
         cached = {}
         for scope, body in _scope_bodies(tree):
             for stmt in body:
-                for node in ast.walk(stmt):
+                for node in walk(stmt):
                     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
                         cached.setdefault(node.func.id, {}).setdefault(scope, []).append(node)
         tree._graphleaf_name_calls = cached

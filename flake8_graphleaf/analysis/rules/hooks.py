@@ -22,7 +22,7 @@ from ..program.grad_mode import function_grad_mode
 from ..evaluator.graph_tensors import ARG, GRAPH, MODULE, Evaluator, Value
 from ..program.imports import ImportMap
 from ..program.modules import ClassInfo
-from ..program.stmtwalk import Parents, parent_map, walk_lines, word_lines
+from ..program.stmtwalk import Parents, parent_map, walk, walk_lines, word_lines
 from . import finding, origin_text
 
 RULES = {"GLF003": "forward hook stores a graph tensor where deepcopy of the model reaches it"}
@@ -143,7 +143,7 @@ def check(tree: ast.AST, imports: ImportMap, classes: dict[str, ClassInfo], modu
     calls = []
     lines = word_lines(source, FORWARD)  # a call of one of them has its name on one of these lines
     if lines is None:
-        nodes, parents = ast.walk(tree), None
+        nodes, parents = walk(tree), None
     else:
         nodes, partial = walk_lines(tree, lines)
         parents = Parents(tree, partial)
@@ -227,7 +227,7 @@ def _self_registrations(method, memo: dict | None = None) -> list:
     me = _method_self(method) if method.args.args else None
     found = []
     if me is not None:
-        for node in ast.walk(method):
+        for node in walk(method):
             if not isinstance(node, ast.Call):
                 continue
             func = node.func
@@ -278,7 +278,7 @@ def _method_self(func) -> str | None:
 
 def _find_def(name: str, scope, tree) -> ast.FunctionDef | None:
     for body in ([scope] if scope is not None else []) + [tree]:
-        for n in ast.walk(body) if body is scope else body.body:
+        for n in walk(body) if body is scope else body.body:
             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name and n is not scope:
                 return n
     return None
@@ -287,7 +287,7 @@ def _find_def(name: str, scope, tree) -> ast.FunctionDef | None:
 def _assigned(name: str, scope, tree, before: int):
     best = None
     for body in ([scope] if scope is not None else []) + [tree]:
-        nodes = ast.walk(body) if body is scope else body.body
+        nodes = walk(body) if body is scope else body.body
         for n in nodes:
             if isinstance(n, ast.Assign) and n.lineno <= before and any(
                 isinstance(t, ast.Name) and t.id == name for t in n.targets
@@ -333,7 +333,7 @@ def _resolve(expr, scope, cls: ClassInfo | None, tree, classes, parents, skip: i
         if factory is None:
             return None
         hook_self = closure_self or (_method_self(factory) if owner else None)
-        for ret in ast.walk(factory):
+        for ret in walk(factory):
             if isinstance(ret, ast.Return) and ret.value is not None:
                 if isinstance(ret.value, ast.Lambda):
                     return _Hook(ret.value, False, owner, skip, hook_self)

@@ -15,7 +15,7 @@ from .. import witness
 from ..findings import Finding
 from ..program.imports import ImportMap
 from ..program.modules import ClassInfo
-from ..program.stmtwalk import Parents, parent_map, walk_lines, word_lines
+from ..program.stmtwalk import Parents, parent_map, walk, walk_lines, word_lines
 from ..program.helper_objects import copies_itself
 from . import decides_own_copy, finding
 
@@ -116,7 +116,7 @@ def check(tree: ast.AST, imports: ImportMap, classes: dict[str, ClassInfo], sour
     words = {q.rpartition(".")[2] for q in LEGACY} | {k for k, v in imports.names.items() if v in LEGACY}
     lines = word_lines(source, words)
     if lines is None:
-        nodes, parents = ast.walk(tree), None
+        nodes, parents = walk(tree), None
     else:
         nodes, partial = walk_lines(tree, lines)
         parents = Parents(tree, partial)
@@ -194,7 +194,7 @@ def _enclosing_class(node, parents) -> str | None:
 
 
 def _mentions_new_api(test: ast.AST, imports: ImportMap) -> bool:
-    for n in ast.walk(test):
+    for n in walk(test):
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("hasattr", "getattr") and n.args:
             q = imports.qualname(n.args[0]) or ast.unparse(n.args[0])
             if q.endswith("parametrizations"):
@@ -229,7 +229,7 @@ def _is_fallback(node, parents, imports: ImportMap) -> bool:
             if body is not None and names:
                 for later in body[body.index(cur) + 1:]:
                     if isinstance(later, ast.If) and _mentions_new_api(later.test, imports):
-                        for s in ast.walk(later):
+                        for s in walk(later):
                             if isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id in names for t in s.targets):
                                 return True
         if isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module)):

@@ -28,7 +28,7 @@ from ..evaluator.graph_tensors import GRAPH, LEAF, MODULE, NONE, NOTHING, Evalua
 from ..program.imports import ImportMap
 from ..facts.sinks import LOADERS as _LOADERS, QUEUES as _QUEUES, SPAWNERS as _SPAWNERS, TENSOR_DATASETS as _TENSOR_DATASETS
 from ..facts.sinks import is_mp as _mp, keyword as _kw, with_workers as _workers
-from ..program.stmtwalk import tree_statements
+from ..program.stmtwalk import tree_statements, walk
 from . import finding, origin_text
 
 RULES = {"GLF301": "a tensor on the autograd graph (or requiring grad) sent to another process (DataLoader workers, "
@@ -86,7 +86,7 @@ _QUEUE, _CTX = "<mp queue>", "<mp context:"
 
 
 def _never_detaches(cls: ast.ClassDef) -> bool:
-    for n in ast.walk(cls):
+    for n in walk(cls):
         if isinstance(n, ast.Attribute) and n.attr in ("detach", "detach_", "requires_grad_"):
             return False
         if isinstance(n, ast.Name) and n.id in ("no_grad", "inference_mode"):
@@ -170,7 +170,7 @@ def check(tree: ast.Module, imports: ImportMap, module_classes: set[str], source
                 datasets[s.name] = _never_detaches(s)
         elif isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
             functions.append(s)
-    for n in ast.walk(tree) if source is None or "set_start_method" in source else ():
+    for n in walk(tree) if source is None or "set_start_method" in source else ():
         if isinstance(n, ast.Call) and isinstance(n.func, (ast.Attribute, ast.Name)) and n.args:
             name = n.func.attr if isinstance(n.func, ast.Attribute) else n.func.id
             a = n.args[0]

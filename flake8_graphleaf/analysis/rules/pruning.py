@@ -16,7 +16,7 @@ import ast
 
 from ..findings import Finding
 from ..program.imports import ImportMap
-from ..program.stmtwalk import own_nodes, scopes_with_classes
+from ..program.stmtwalk import own_nodes, scopes_with_classes, walk
 from .. import witness
 from . import finding
 
@@ -93,7 +93,7 @@ def check(tree: ast.Module, imports: ImportMap) -> list[Finding]:
         loops: dict[int, ast.For] = {}  # id of a call -> the innermost for loop around it
         for node in own_nodes(scope):
             if isinstance(node, ast.For):
-                for inner in ast.walk(node):
+                for inner in walk(node):
                     if isinstance(inner, ast.Call):
                         loops[id(inner)] = node  # walked outer first: the inner loop wins
             if not isinstance(node, ast.Call):
@@ -142,7 +142,7 @@ def _loop_variable(call: ast.Call, loops: dict) -> bool:
     name counts only in that loop, or in a loop over the same iterable: _removes_the_same)?"""
     loop = loops.get(id(call))
     return loop is not None and bool(call.args) and isinstance(call.args[0], ast.Name) and call.args[0].id in {
-        n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+        n.id for n in walk(loop.target) if isinstance(n, ast.Name)}
 
 
 def _removes_the_same(call: ast.Call, name: str, removal: ast.Call, loops: dict) -> bool:
@@ -155,7 +155,7 @@ def _removes_the_same(call: ast.Call, name: str, removal: ast.Call, loops: dict)
     loop = loops.get(id(removal))
     if loop is None:
         return False
-    names = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+    names = {n.id for n in walk(loop.target) if isinstance(n, ast.Name)}
     if not (isinstance(removal.args[0], ast.Name) and removal.args[0].id in names):
         return False
     iterated = ast.unparse(loop.iter)
