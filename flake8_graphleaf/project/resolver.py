@@ -86,6 +86,13 @@ class FileResolver(ProjectView):
             self.memo[key] = None if path is None else any(w in self.index.text(path) for w in words)
         return self.memo[key]
 
+    def reaches(self, module: str, words: tuple[str, ...]) -> bool | None:
+        key = ("reaches", module, words)
+        if key not in self.memo:
+            path = self._locate(module) if module and looked_up(module) else None
+            self.memo[key] = None if path is None else self._reached_from(path, words)[1]
+        return self.memo[key]
+
     def users_of(self, module: str, words: tuple[str, ...], path: str = "") -> list[str]:
         """The paths of the files whose run may reach ``module`` (the file at ``path``): files of
         the indexed project that import ``module`` (or a name from it), directly or through up to
@@ -116,13 +123,22 @@ class FileResolver(ProjectView):
                     # a user copies or sends something itself, or calls into a module of its
                     # folder that does (a script running a trainer whose file deep-copies)
                     reached, sinks = self._reached_from(user, words)
-                    if sinks:
+                    if sinks and self._may_run(user):
                         own = any(w in self.index.text(user) for w in words)
                         for module, depth in reached.items():
                             table.setdefault(module, []).append((depth, not own, user))
         # the nearest first: a file that imports the module itself and copies, then those that
         # reach it through more imports
         return [p for _, _, p in sorted(table.get(module, [])) if p != here][:USERS]
+
+    def _may_run(self, user: str) -> bool:
+        """Can a run of ``user`` start anywhere: a function at its top, or module-level code other
+        than imports and class statements? A file of classes only (a decoder that imports the
+        beam) starts nothing: the run that matters is its user's, a training script's."""
+        key = ("may-run", user)
+        if key not in self.memo:
+            self.memo[key] = any(_STARTS.match(line) for line in self.index.text(user).split("\n"))
+        return self.memo[key]
 
     def _reached_from(self, user: str, words: tuple[str, ...]) -> tuple[dict[str, int], bool]:
         """(the modules ``user`` imports, and those its imported modules of its own folder and
@@ -222,6 +238,9 @@ class FileResolver(ProjectView):
 
 
 USERS = 2  # files whose runs are looked at for one module (users_of)
+# a top-level line that may start a run: a function, or code that is no import, class, decorator,
+# comment, string or the rest of a bracket (a line inside a docstring may count: it costs a parse)
+_STARTS = re.compile(r"(?:async[ \t]+)?def[ \t]|(?!import[ \t]|from[ \t]|class[ \t]|@|#|[\"')\]}]|\s|$)")
 USER_DEPTH = 3  # import steps from a user to the module it may reach (users_of)
 
 

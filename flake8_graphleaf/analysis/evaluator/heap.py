@@ -300,8 +300,9 @@ class Program:
         if key in self.active or depth > MAX_DEPTH:
             return NOTHING, EMPTY
         # the same call again (a loop's body walked twice, a method called per element): what it
-        # did to the heap is done; its result is the same
-        same = (key, self_atom, id(closure), grad, hook, tuple(v.kind for v in pos),
+        # did to the heap is done; its result is the same, unless the heap has kept more graph
+        # tensors since (a beam's advance() copying the stacks its previous call pushed onto)
+        same = (key, self_atom, id(closure), grad, hook, len(self.kept), tuple(v.kind for v in pos),
                 tuple(sorted((k, v.kind) for k, v in kw.items())), tuple(pos_types),
                 tuple(sorted(kw_types.items())))
         if same in self.done and func.name != "__init__":  # a constructor again resets its object
@@ -540,6 +541,15 @@ class Frame(Evaluator):
                     "copy", node, f"{ast.unparse(func)}({ast.unparse(node.args[0])})", kept, path=self.ctx.path))
             elif qual == "copy.deepcopy":
                 self._copied_argument(node, func)
+            if qual == "copy.deepcopy":
+                # the copy is a new container (one per call site) holding what the original holds:
+                # what is put into it later (a beam's stack pushed after the copy) is on the copy
+                copy_atom = ("alloc", self.ctx.path, node.lineno, node.col_offset)
+                held = frozenset().union(*(self.program.held.get((a, "[]"), EMPTY) for a in flatten(types)
+                                           if a[0] == "alloc"))
+                if any(a[0] == "alloc" for a in flatten(types)):
+                    self.program.held[(copy_atom, "[]")] = self.program.held.get((copy_atom, "[]"), EMPTY) | held
+                    self.call_types[id(node)] = frozenset({copy_atom})
             return result
         callees = self._callees(func)
         if not callees:
@@ -742,6 +752,12 @@ class HeapWalker(Walker):
                     return True
                 # self.metrics.update(out): on the dict itself too, so that a copy of the dict
                 # alone (deepcopy(self.metrics)) reaches it; and on the object, as a one-step path
+        if store.kind == "container" and isinstance(target, ast.Subscript):
+            # self.stacks[i].append(state): on the list items the run knows too (a copy of one
+            # item, deepcopy(stacks[k]), reaches it), and on the object as for a one-step path
+            holders = frozenset(a for a in flatten(f.types_of(target)) if a[0] == "alloc")
+            if holders:
+                f.program.store(holders, "[]", store.value, f, store.node, store.stmt, store.text, "GLF002", False)
         if store.kind == "attr" and isinstance(target, ast.Attribute) and isinstance(target.value, ast.Attribute):
             holders = frozenset(a for a in flatten(f.types_of(target.value)) if a[0] in ("obj", "alloc"))
             if holders:
@@ -784,10 +800,7 @@ class HeapWalker(Walker):
             atom = ("alloc", f.ctx.path, value_node.lineno, value_node.col_offset)
             types = flatten(types) | {atom}
             if isinstance(value_node, (ast.List, ast.Set, ast.ListComp, ast.SetComp, ast.Dict, ast.DictComp)):
-                f.program.held[(atom, "[]")] = flatten(
-                    f.types_of(value_node.elt) if isinstance(value_node, (ast.ListComp, ast.SetComp)) else
-                    frozenset().union(*(f.types_of(e) for e in getattr(value_node, "elts", getattr(value_node, "values", []))
-                                        if e is not None)) if not isinstance(value_node, ast.DictComp) else EMPTY)
+                f.program.held[(atom, "[]")] = _items_held(f, value_node)
                 items = value if value.kind == GRAPH and f.grad else NOTHING
                 if items.kind == GRAPH:
                     f.program.kept[(atom, "[]")] = Kept(atom, "[]", "GLF001", target, stmt, items, f.ctx.path,
@@ -945,6 +958,25 @@ _MODULE_CONTAINERS = frozenset({"torch.nn.ModuleList", "torch.nn.Sequential", "t
                                 "torch.nn.modules.container.Sequential"})
 
 
+def _items_held(f: "Frame", display: ast.AST, depth: int = 0) -> frozenset:
+    """What a list (set, dict) display or comprehension holds: its items' objects, and for an
+    item that is a display itself (``[[(nt, rule, state)] for i in range(n)]``: a beam's stacks)
+    a container of its own, made where it is written, holding its items in turn."""
+    if isinstance(display, ast.DictComp):
+        return EMPTY
+    items = [display.elt] if isinstance(display, (ast.ListComp, ast.SetComp)) else [
+        e for e in getattr(display, "elts", getattr(display, "values", [])) if e is not None]
+    out: set = set()
+    for item in items:
+        if depth < 2 and isinstance(item, (ast.List, ast.Set, ast.ListComp, ast.SetComp, ast.Dict)):
+            inner = ("alloc", f.ctx.path, item.lineno, item.col_offset)
+            f.program.held[(inner, "[]")] = _items_held(f, item, depth + 1)
+            out.add(inner)
+        else:
+            out |= flatten(f.types_of(item))
+    return frozenset(out)
+
+
 def _segment(lines: list[str], node: ast.AST) -> str:
     return "\n".join(lines[node.lineno - 1: getattr(node, "end_lineno", node.lineno) or node.lineno])
 
@@ -1004,7 +1036,7 @@ def _imported_live(project, qual: str) -> bool:
     """Is ``qual`` a module of the program, or a name of one, whose text names a copy or a send?"""
     for module in (qual, qual.rpartition(".")[0]):
         if module:
-            found = project.mentions(module, _SINK_WORDS)
+            found = project.reaches(module, _SINK_WORDS)  # S2SModel -> ProdDecoder -> the beam that copies
             if found is not None:
                 return found
     return False

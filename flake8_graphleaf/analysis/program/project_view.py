@@ -86,6 +86,12 @@ class ProjectView:
         such file (or a view that reads no texts).  Reads the text, parses nothing."""
         return None
 
+    def reaches(self, module: str, words: tuple[str, ...]) -> bool | None:
+        """Does the text of the program's file of ``module``, or of a module of its folder or
+        below that it imports (a few imports deep), contain one of ``words``? None: no such
+        file. A view that follows no imports answers as :meth:`mentions`."""
+        return self.mentions(module, words)
+
     def located(self, module: str) -> str | None:
         """The path of the program's file of ``module``, found without parsing it, or None."""
         return None
