@@ -999,10 +999,11 @@ def _live_defs(parsed, text: str | None = None) -> set[str]:
         memo["heap_live"] = live = set(defs) | {TOP}
         return live
     imported_live = set()
+    scope = os.path.join(os.path.dirname(os.path.abspath(parsed.path)), "")  # where a run follows calls
     imported = getattr(parsed.imports, "names", {}) or {}
     if project is not None:
         for local, qual in imported.items():
-            if isinstance(qual, str) and local in text and _imported_live(project, qual):
+            if isinstance(qual, str) and local in text and _imported_live(project, qual, scope):
                 imported_live.add(local)
     if not imported_live and not any(w in text for w in _SINK_WORDS):
         memo["heap_live"] = live = set()  # nothing here names a copy or a send, nor imports one that may
@@ -1032,11 +1033,16 @@ def may_reach_sink(parsed, text: str | None = None) -> bool:
     return bool(_live_defs(parsed, text))
 
 
-def _imported_live(project, qual: str) -> bool:
-    """Is ``qual`` a module of the program, or a name of one, whose text names a copy or a send?"""
+def _imported_live(project, qual: str, scope: str = "") -> bool:
+    """Is ``qual`` a module of the program, or a name of one, whose text names a copy or a send?
+    For a module in the run's scope (the file's folder and below, where a run follows calls),
+    also one that imports such a module of its folder a few steps on (S2SModel -> ProdDecoder
+    -> the beam that copies); a run does not follow calls elsewhere, so there its own text decides."""
     for module in (qual, qual.rpartition(".")[0]):
         if module:
-            found = project.reaches(module, _SINK_WORDS)  # S2SModel -> ProdDecoder -> the beam that copies
+            path = project.located(module) if scope else None
+            in_scope = path is not None and os.path.abspath(path).startswith(scope)
+            found = project.reaches(module, _SINK_WORDS) if in_scope else project.mentions(module, _SINK_WORDS)
             if found is not None:
                 return found
     return False
