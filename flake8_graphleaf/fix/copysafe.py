@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import ast
 
-from .cst import NoFix, diff_edit, find, indent_unit, parse, replace, torch_name
+from .cst import Covered, NoFix, diff_edit, find, indent_unit, parse, replace, torch_name
 
 MARK = "# graphleaf: copies (copy.deepcopy, pickle, torch.save) get detached values of the"
 
@@ -186,16 +186,16 @@ def copysafe_edit(ctx, class_name: str, names: list[str]):
         if not (isinstance(n, ast.For) and isinstance(n.target, ast.Name) and n.target.id == "name"):
             continue
         if _every_entry(n.iter):
-            raise NoFix("already covered")
+            raise Covered("already covered")
         if isinstance(n.iter, ast.Tuple) and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in n.iter.elts):
             have = [e.value for e in n.iter.elts]
             merged = [ALL] if ALL in names else have + [x for x in names if x not in have]
             if BUFFERS in merged:  # kept last, after the attribute names
                 merged = [x for x in merged if x != BUFFERS] + [BUFFERS]
             if sorted(merged) == sorted(have):
-                raise NoFix("already covered")
+                raise Covered("already covered")
             if merged == have:
-                raise NoFix("already covered")
+                raise Covered("already covered")
             return "extend", lambda: _extend_ours(ctx, n, merged)
     body = getstate.body
     first = next((s for s in body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))), None)

@@ -14,6 +14,11 @@ class NoFix(Exception):
     """A rewrite that cannot be made; the message says why (it becomes the finding's no-fix reason)."""
 
 
+class Covered(NoFix):
+    """No rewrite is needed: what it would do is there already (a copy-safe state that detaches
+    the names asked for)."""
+
+
 def parse(ctx):
     """The libcst module and positions of ``ctx``'s text (parsed once per context), or raise NoFix."""
     cached = getattr(ctx, "_cst", None)

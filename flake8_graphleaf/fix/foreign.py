@@ -19,7 +19,7 @@ from ..analysis.findings import Finding
 from ..analysis.program.textpos import Text
 from .context import Context
 from .copysafe import copysafe_edit, described
-from .cst import NoFix
+from .cst import Covered, NoFix
 
 
 def requests(findings: list[Finding]) -> dict[str, dict[str, list[str]]]:
@@ -56,15 +56,14 @@ def fix_classes(source: str, filename: str, wanted: dict[str, list[str]], option
         try:
             how, build = copysafe_edit(ctx, cls, names)
             edit = build()
-        except NoFix as exc:
-            if str(exc) == "already covered":
-                # the class's own findings gave it this state in the same run (its file was
-                # checked too): the helper's findings are fixed by it as well
-                done[cls] = (f"{cls}.__getstate__ in {os.path.basename(filename)} (made for its own findings) gives "
-                             f"copies detached values of {described(names)}; the live object keeps its graph "
-                             "tensors, so nothing the program computes changes")
+        except Covered:
+            # the class's own findings gave it this state in the same run (its file was checked
+            # too): the helper's findings are fixed by it as well
+            done[cls] = (f"{cls}.__getstate__ in {os.path.basename(filename)} (made for its own findings) gives "
+                         f"copies detached values of {described(names)}; the live object keeps its graph "
+                         "tensors, so nothing the program computes changes")
             continue
-        except (ValueError, AttributeError, IndexError, KeyError):
+        except (NoFix, ValueError, AttributeError, IndexError, KeyError):
             continue
         edits.append(edit)
         verb = "add" if how == "add" else "extend"

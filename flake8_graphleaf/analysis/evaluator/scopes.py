@@ -275,7 +275,7 @@ class ClassRunner:
         on its arguments and the object's settings (every attribute it reads is set only in
         ``__init__``), or is on the graph whatever the rest of its state (computed from the
         submodule's own parameters with grad on), else None: the call is judged as before."""
-        from ..program.helper_objects import helper_class, reads_runtime_state, returns_self, submodule_class
+        from ..program.helper_objects import helper_class, reads_runtime_state, returns_self
 
         if self.depth > 1:
             return None
@@ -286,10 +286,10 @@ class ClassRunner:
         kept: dict[tuple[str, str], list] = {}  # (code, target) -> [(class, method, line, value, qual)]
         results: list[Value] | None = []
         facts = self.info.facts
-        quals, find = (facts.helpers[attr], helper_class) if attr in facts.helpers else (
-            facts.submodule_quals.get(attr, ()), submodule_class)
+        module = attr not in facts.helpers  # else a submodule whose other method is called
+        quals = facts.submodule_quals.get(attr, ()) if module else facts.helpers[attr]
         for qual in quals:
-            found = find(self.imports, qual)
+            found = helper_class(self.imports, qual, module)
             func = found[0].facts.methods.get(meth) if found is not None else None
             if func is None:
                 results = None  # a class whose method is not seen: its result is unknown

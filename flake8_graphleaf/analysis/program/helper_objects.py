@@ -47,26 +47,16 @@ def program_class(imports, qualname: str):
     return (parsed, info, module_classes) if info is not None else None
 
 
-def helper_class(imports, qualname: str) -> tuple[ClassInfo, object, set[str]] | None:
+def helper_class(imports, qualname: str, module: bool = False) -> tuple[ClassInfo, object, set[str]] | None:
     """(class info, its file's ImportMap, its file's module classes) of a non-module class of
-    the program, or None when it cannot be found, is a module or decides its own copies."""
+    the program (``module``: of a module class, a submodule whose other methods a forward
+    calls: ``self.weight_sampler.sample()``), or None when it cannot be found, is not of that
+    kind or decides its own copies."""
     found = program_class(imports, qualname)
     if found is None:
         return None
     parsed, info, module_classes = found
-    if info.facts.is_module or copies_itself(info):
-        return None
-    return info, parsed.imports, module_classes
-
-
-def submodule_class(imports, qualname: str) -> tuple[ClassInfo, object, set[str]] | None:
-    """Like :func:`helper_class`, for a module class of the program (a submodule whose other
-    methods a forward calls: ``self.weight_sampler.sample()``)."""
-    found = program_class(imports, qualname)
-    if found is None:
-        return None
-    parsed, info, module_classes = found
-    if not info.facts.is_module or copies_itself(info):
+    if info.facts.is_module != module or copies_itself(info):
         return None
     return info, parsed.imports, module_classes
 

@@ -9,7 +9,7 @@ from ..facts.torch_names import looks_like_module_name
 from .imports import ImportMap
 from .project_view import FOREIGN_FRAMEWORK, MODULE_CLASS, NON_TORCH_FRAMEWORKS, OTHER_CLASS, class_kind, resolve
 from .summaries import factories_of
-from .stmtwalk import statements, tree_statements, walk
+from .stmtwalk import statements, tree_statements
 from ..facts.torch_names import is_torch_name
 
 # Bases of other libraries that are nn.Module subclasses (matched on the last name).
