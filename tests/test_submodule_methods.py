@@ -6,7 +6,8 @@ posterior's log-likelihood: all three are computed from parameters with grad on,
 training step ``copy.deepcopy(model)`` raises. The package has no copy site of its own (a library):
 the findings come from the layer's forward. ``graphleaf fix`` gives both classes a copy-safe
 ``__getstate__`` (the sampler's in its own file); the fixed program computes the same loss and
-gradients bit for bit, and the copy works."""
+gradients bit for bit, and the copy works. The twin keeps detached values: nothing reported,
+and the copy works."""
 
 from __future__ import annotations
 
@@ -67,3 +68,28 @@ def test_the_fix_keeps_the_numbers_and_the_copy_works(tmp_path):
     assert after.stdout.splitlines()[1] == "copied True"
     again = _graphleaf("check", "--isolated", "--no-cache", "pkg", cwd=tmp_path / "p")
     assert again.returncode == 0, again.stdout
+
+
+def test_the_twin_that_keeps_detached_values_is_clean_and_copies(tmp_path):
+    """The sampler keeps detached copies of what it computes and the layer keeps the posterior's
+    value as a float: nothing is reported, and the copy after a training step works."""
+    shutil.copytree(FIXTURE, tmp_path / "p")
+    sampler = tmp_path / "p" / "pkg" / "sampler.py"
+    sampler.write_text(sampler.read_text()
+                       .replace("        self.sigma = torch.log1p(torch.exp(self.rho))\n"
+                                "        self.w = self.mu + self.sigma * self.eps_w\n"
+                                "        return self.w\n",
+                                "        sigma = torch.log1p(torch.exp(self.rho))\n"
+                                "        w = self.mu + sigma * self.eps_w\n"
+                                "        self.sigma, self.w = sigma.detach(), w.detach()\n"
+                                "        return w\n"))
+    layer = tmp_path / "p" / "pkg" / "layer.py"
+    layer.write_text(layer.read_text().replace("self.weight_sampler.log_posterior()",
+                                               "self.weight_sampler.log_posterior().item()"))
+    train = tmp_path / "p" / "train.py"
+    train.write_text(train.read_text().replace(" + 1e-3 * model.log_variational_posterior", ""))
+    r = _graphleaf("check", "--isolated", "--no-cache", ".", cwd=tmp_path / "p")
+    assert r.returncode == 0 and r.stdout == "" and "All clear" in r.stderr, r.stdout
+    pytest.importorskip("torch")
+    ran = subprocess.run([sys.executable, "train.py"], capture_output=True, text=True, timeout=300, cwd=tmp_path / "p")
+    assert ran.returncode == 0 and "copied True" in ran.stdout, ran.stderr
