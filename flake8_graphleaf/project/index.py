@@ -125,6 +125,12 @@ class ProjectIndex:
         """Files whose text has ``word`` (an identifier: as a whole word, so ``Name`` is not found
         in ``MyName``); for a class name (CamelCase), the files that call it (``Name(``).  A scan of
         the texts for the first INDEX_AFTER questions, then an index of every file's words."""
+        key = ("mentioning", word)
+        if key not in self._answers:  # callers ask the same word several times in a row
+            self._answers[key] = self._mentioning(word)
+        return list(self._answers[key])
+
+    def _mentioning(self, word: str) -> list[str]:
         needle = word + "(" if word[:1].isupper() else word
         if not _IDENTIFIER.fullmatch(word):
             return [p for p in self.files() if needle in self.text(p)]
