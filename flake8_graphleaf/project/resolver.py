@@ -42,13 +42,15 @@ class FileResolver(ProjectView):
         for r in roots:
             self.add_root(r)
 
-    def add_root(self, root: str | None) -> None:
+    def add_root(self, root: str | None, project: str | None = None) -> None:
+        """Look modules up under ``root``; index ``project`` (default: ``root``) as the
+        project whose files answer the index's questions (who reads, makes, calls)."""
         if root:
             root = os.path.abspath(root)
             if root not in self.roots:
                 self.roots.append(root)
                 self._where.clear()
-                self.index.add_root(root)
+            self.index.add_root(os.path.abspath(project) if project else root)
 
     def options_for(self, path: str) -> dict:
         """The ``Options`` fields for analysing ``path`` in this project (its module name, and
@@ -56,7 +58,7 @@ class FileResolver(ProjectView):
         module, is_package, root = module_name_for(path)
         if root is None and module is None:
             root = os.path.dirname(os.path.abspath(path))
-        self.add_root(root)
+        self.add_root(root, project_folder(root, module))
         return {"module": module, "is_package": is_package, "project": self, "path": os.path.abspath(path)}
 
     def parsed_file(self, path: str, module: str) -> ParsedModule | None:
@@ -235,6 +237,24 @@ class FileResolver(ProjectView):
         imports.effect_of = function_effect
         imports.forward_items_of = forward_items
         return parsed
+
+
+INSTALLED = frozenset({"site-packages", "dist-packages"})
+
+
+def project_folder(root: str | None, module: str | None) -> str | None:
+    """The folder that is a file's project, for the index: the root above its top-level
+    package, except in a folder of installed distributions (``site-packages``), where each
+    top-level package is its own project (checking torch there is checking torch, not every
+    package installed beside it; the others are its dependents, like a project's users on
+    PyPI, which no check sees either)."""
+    if root and module and os.path.basename(os.path.normpath(root)) in INSTALLED:
+        top = os.path.join(root, module.split(".")[0])
+        if os.path.isdir(top):
+            return top
+        if os.path.isfile(top + ".py"):
+            return top + ".py"  # a one-file module (six.py): the project is that file
+    return root
 
 
 USERS = 2  # files whose runs are looked at for one module (users_of)
