@@ -479,17 +479,24 @@ def _mutated(old: Value, meth: str, call: ast.Call, args: list[Value], added: Va
 
 def _merge(dicts: list[dict]) -> dict:
     """The names after alternative paths (``merge_paths`` of what each path left in a name)."""
-    paths: dict = {}
-    for d in dicts:
-        for k, v in d.items():
-            paths.setdefault(k, []).append(v)
-    n = len(dicts)
+    first, rest = dicts[0], dicts[1:]
     out = {}
-    for k, vs in paths.items():
-        first = vs[0]
+    for k, v in first.items():
         # a name no path changed holds what it held (most of them: each path starts from a copy)
-        out[k] = first if len(vs) == n and all(v is first for v in vs) else merge_paths(vs)
+        for d in rest:
+            if d.get(k, _MISSING) is not v:
+                out[k] = merge_paths([p[k] for p in dicts if k in p])
+                break
+        else:
+            out[k] = v
+    for i, d in enumerate(rest, 1):
+        for k in d:
+            if k not in out:  # a name the first path did not leave: what the paths that have it hold
+                out[k] = merge_paths([p[k] for p in dicts[i:] if k in p])
     return out
+
+
+_MISSING = object()
 
 
 def overwritten_later(

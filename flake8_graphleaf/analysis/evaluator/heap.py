@@ -40,7 +40,7 @@ from ..program.helper_objects import copies_itself, file_classes
 from .scopes import _explicit_enable, bind, self_name, settle_flags
 from ..facts.sinks import COPIER_NAMES as _COPIER_NAMES, COPIERS as _COPIERS, LOADERS as _LOADERS, QUEUES as _QUEUES
 from ..facts.sinks import SPAWNERS as _SPAWNERS, TENSOR_DATASETS as _TENSOR_DATASETS, is_mp as _mp, with_workers
-from ..program.stmtwalk import walk
+from ..program.stmtwalk import tree_statements, walk
 
 BUDGET = 20  # function runs from one root (the module's code, or one function)
 MAX_DEPTH = 6
@@ -981,12 +981,32 @@ def _segment(lines: list[str], node: ast.AST) -> str:
     return "\n".join(lines[node.lineno - 1: getattr(node, "end_lineno", node.lineno) or node.lineno])
 
 
+def _without_docstrings(lines: list[str], tree: ast.AST) -> list[str]:
+    """``lines`` with the docstrings' lines blanked: an example in a docstring
+    (``>>> ema = copy.deepcopy(model)``) is no copy the run could reach."""
+    blank: list[tuple[int, int]] = []
+    for node in [tree, *tree_statements(tree)]:
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
+            first = node.body[0]
+            if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                    and isinstance(first.value.value, str) and first.lineno > getattr(node, "lineno", 0)
+                    and (len(node.body) == 1 or node.body[1].lineno > (first.end_lineno or first.lineno))):
+                blank.append((first.lineno, first.end_lineno or first.lineno))
+    if not blank:
+        return lines
+    lines = list(lines)
+    for start, end in blank:
+        lines[start - 1:end] = [""] * (end - start + 1)
+    return lines
+
+
 def _live_defs(parsed, text: str | None = None) -> set[str]:
     """The file's top-level functions and classes whose code may reach a copy or a send: its text
     names one (``deepcopy``, ``DataLoader``, ``.put(``, ``Process(`` ...), or a function or class
     of this file that may, or a name imported from a file of the program whose text names one
     (read, not parsed). The run starts only from those (and from the module's code when it names
-    one of them): the others cannot produce a finding here. Read from the text, walked never."""
+    one of them): the others cannot produce a finding here. Read from the text (without its
+    docstrings), walked never."""
     memo = parsed.memo
     if "heap_live" in memo:
         return memo["heap_live"]
@@ -1008,7 +1028,7 @@ def _live_defs(parsed, text: str | None = None) -> set[str]:
     if not imported_live and not any(w in text for w in _SINK_WORDS):
         memo["heap_live"] = live = set()  # nothing here names a copy or a send, nor imports one that may
         return live
-    lines = text.split("\n")
+    lines = _without_docstrings(text.split("\n"), parsed.tree)
     texts = {name: _segment(lines, node) for name, node in defs.items()}
     texts[TOP] = "\n".join(_segment(lines, s) for s in parsed.tree.body
                             if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 
 from ..facts.torch_names import is_torch_name
-from .stmtwalk import walk
+from .stmtwalk import statements_breadth_first, walk
 
 
 def grad_mode_of(call: ast.AST, imports, current: bool) -> bool:
@@ -71,8 +71,14 @@ def eval_call_with_grad(tree: ast.Module, imports, source: str | None = None) ->
     an acquisition function's gradient through a posterior). None when the file shows none."""
     if source is not None and ".eval()" not in source:
         return None
-    for node in walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and function_grad_mode(node, imports):
+    # the functions whose lines hold an ``.eval()`` (a function without one puts nothing in eval mode)
+    at = [i + 1 for i, line in enumerate(source.split("\n")) if ".eval()" in line] if source is not None else None
+    for node in statements_breadth_first(tree):  # walk's order: the first such line is the same
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if at is not None and not any(node.lineno <= n <= (node.end_lineno or n) for n in at):
+            continue
+        if function_grad_mode(node, imports):
             line = _eval_then_call(node.body, imports, True, set())
             if line is not None:
                 return line

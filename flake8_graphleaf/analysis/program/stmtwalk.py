@@ -38,6 +38,26 @@ def walk(node: ast.AST) -> Iterator[ast.AST]:
         yield node
 
 
+_HOLDERS = (ast.stmt, ast.excepthandler, ast.match_case)  # the nodes under which statements are
+
+
+def statements_breadth_first(node: ast.AST) -> Iterator[ast.stmt]:
+    """The statements under ``node`` in :func:`walk`'s order (breadth first), without
+    visiting an expression: no statement is under one."""
+    todo = deque([node])
+    pop, push = todo.popleft, todo.append
+    while todo:
+        cur = pop()
+        for name in cur._fields:
+            value = getattr(cur, name, None)
+            if isinstance(value, list):
+                for item in value:
+                    if isinstance(item, _HOLDERS):
+                        push(item)
+        if isinstance(cur, ast.stmt):
+            yield cur
+
+
 def statements(node: ast.AST) -> Iterator[ast.stmt]:
     """Every statement under ``node`` (nested blocks, functions and classes included)."""
     stack = [node]
