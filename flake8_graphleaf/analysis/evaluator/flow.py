@@ -76,6 +76,7 @@ class Walker:
         self.stmt: ast.stmt | None = None  # the statement being walked
         self.eval_only = False  # inside a branch that runs only in eval mode (the stores say so)
         self._eval_after = False  # the statements after this one run only in eval mode
+        self._stop = False  # the path walked returned (a side taken for a known mode): nothing after it runs
 
     def on_store(self, store: Store) -> None:
         # a method, not a closure kept on the walker: no reference cycle, so a run's objects
@@ -91,6 +92,7 @@ class Walker:
     # -- entry --------------------------------------------------------------------
     def run(self, body: list[ast.stmt]) -> Value:
         self.block(body)
+        self._stop = False
         return self.returns
 
     def block(self, body: list[ast.stmt]) -> None:
@@ -101,6 +103,8 @@ class Walker:
                 if method is not None:
                     self.stmt = stmt
                     method(stmt)
+                if self._stop:
+                    break
                 if self._eval_after:  # if self.training: return ... -- the rest runs in eval mode only
                     self._eval_after = False
                     self.eval_only = True
@@ -116,7 +120,7 @@ class Walker:
         the body that runs only in eval mode (its stores say so)."""
         ev = self.ev
         start_env, start_self, start_grad = dict(ev.env), dict(ev.self_attrs), ev.grad
-        envs, selfs = [], []
+        envs, selfs, stopped = [], [], []
         for i, body in enumerate(bodies):
             mode = grads[i] if grads is not None else None
             if mode is True and not start_grad:
@@ -128,13 +132,16 @@ class Walker:
                 ev.env[not_tensor[1]] = NOTHING
             saved_eval = self.eval_only
             self.eval_only = saved_eval or i == eval_branch
+            self._stop = False
             try:
                 self.block(body)
             finally:
                 ev.grad = start_grad
                 self.eval_only = saved_eval
+            stopped.append(self._stop)
             envs.append(ev.env)
             selfs.append(ev.self_attrs)
+        self._stop = bool(stopped) and all(stopped)  # what follows runs unless every path returned
         if not envs:
             envs, selfs = [start_env], [start_self]
         ev.env = _merge(envs)
@@ -194,6 +201,13 @@ class Walker:
             return
         training = _training_test(stmt.test)  # if self.training: ... else: (eval mode only)
         if training is not None:
+            mode = self.ev.training_of(_training_subject(stmt.test))
+            if mode is not None:  # the program put the object in that mode: the other side never runs
+                taken = stmt.body if training == mode else stmt.orelse
+                self.block(taken)
+                if taken and isinstance(taken[-1], (ast.Return, ast.Raise)):
+                    self._stop = True  # if self.training: return ... in training mode: the rest never runs
+                return
             self._branches(stmt.body, stmt.orelse, eval_branch=1 if training else 0)
             trains, evals = (stmt.body, stmt.orelse) if training else (stmt.orelse, stmt.body)
             if trains and isinstance(trains[-1], (ast.Return, ast.Raise)) and not evals:
@@ -403,6 +417,15 @@ class Walker:
             Store(kind, root[0], self.ev.eval(_root_node(target)), root[1], short(target), value, where, self.ev.grad, method,
                   stmt=self.stmt, target=target)
         )
+
+
+def _training_subject(test: ast.AST) -> ast.AST:
+    """The object whose ``.training`` a test of :func:`_training_test` reads."""
+    while isinstance(test, ast.UnaryOp):
+        test = test.operand
+    if isinstance(test, ast.Compare):
+        test = test.left
+    return test.value
 
 
 def _training_test(test: ast.AST) -> bool | None:

@@ -198,6 +198,11 @@ class Evaluator(CallSemantics):
     def eval_Await(self, node: ast.Await) -> Value:
         return self.eval(node.value)
 
+    def training_of(self, node: ast.AST) -> bool | None:
+        """The mode (True: training) of the module ``node`` names, where the program shows it;
+        None here (a class's own run cannot tell who put it in which mode)."""
+        return None
+
     def decided(self, test: ast.AST) -> bool | None:
         """True / False where the test reads only attributes the class fixes (flags.settled)."""
         flags = self.facts.flags if self.facts is not None else None

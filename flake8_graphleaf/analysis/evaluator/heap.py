@@ -32,6 +32,7 @@ import ast
 import os
 from dataclasses import dataclass, field
 
+from .calls import is_property
 from .flow import CONTAINER_MUTATORS, Store, Walker, target_root
 from ..program.grad_mode import function_grad_mode
 from .graph_tensors import ARG, GRAPH, LEAF, MODULE, NOTHING, Evaluator, Value, join
@@ -151,6 +152,33 @@ class Program:
         # when a root's run ended or when a copy or send reached them
         self.cleared: dict[tuple, tuple] = {}
         self.survived: set[tuple] = set()
+        # the mode of each module object of the program, as its calls set it: True (training)
+        # when made (nn.Module.__init__), then what .train() / .eval() last made it, which torch
+        # sets on the object and every module under it; absent where the run cannot tell
+        self.modes: dict[tuple, bool] = {}
+        self.mode_changes = 0  # a call run again after a mode changed is not the same call
+
+    def set_mode(self, atoms, mode: bool | None) -> None:
+        """``.train(mode)`` / ``.eval()`` on the objects ``atoms``: on them and on the modules
+        they hold (attributes, containers), as ``nn.Module.train`` does; None: not known."""
+        todo, seen = [a for a in atoms if a[0] in ("obj", "alloc")], set()
+        while todo:
+            atom = todo.pop()
+            if atom in seen:
+                continue
+            seen.add(atom)
+            if atom[0] == "obj" and self.is_module(atom[1]):
+                if self.modes.get(atom) != mode:
+                    self.mode_changes += 1
+                if mode is None:
+                    self.modes.pop(atom, None)
+                else:
+                    self.modes[atom] = mode
+            elif atom[0] == "obj":
+                continue  # a plain object's attributes are not its modules
+            for (holder, _attr), held in self.held.items():
+                if holder == atom:
+                    todo.extend(a for a in flatten(held) if a[0] in ("obj", "alloc") and a not in seen)
 
     # -- files --------------------------------------------------------------------
     def context_of(self, parsed) -> FileContext:
@@ -302,8 +330,10 @@ class Program:
         # the same call again (a loop's body walked twice, a method called per element): what it
         # did to the heap is done; its result is the same, unless the heap has kept more graph
         # tensors since (a beam's advance() copying the stacks its previous call pushed onto)
-        same = (key, self_atom, id(closure), grad, hook, len(self.kept), tuple(v.kind for v in pos),
-                tuple(sorted((k, v.kind) for k, v in kw.items())), tuple(pos_types),
+        # (by the values' kinds and origins: a witness names the source of this call's values)
+        same = (key, self_atom, id(closure), grad, hook, len(self.kept), self.mode_changes,
+                tuple((v.kind, v.origin) for v in pos), tuple(sorted((k, v.kind, v.origin) for k, v in kw.items())),
+                tuple(pos_types),
                 tuple(sorted(kw_types.items())))
         if same in self.done and func.name != "__init__":  # a constructor again resets its object
             return self.done[same]
@@ -369,6 +399,7 @@ class Frame(Evaluator):
         self.returned: set = set()
         self.call_types: dict[int, frozenset] = {}
         self.pending: dict[int, Value] = {}  # calls evaluated ahead (a receiver: X().method()), by node
+        self.read_types: dict[int, frozenset] = {}  # what a @property read returned (objects), by node
         self.hook = False
         self.depth = 0
 
@@ -416,6 +447,8 @@ class Frame(Evaluator):
         if isinstance(node, ast.Name):
             return self.name_types(node.id)
         if isinstance(node, ast.Attribute):
+            if id(node) in self.read_types:
+                return self.read_types[id(node)]
             out = set()
             for atom in flatten(self.types_of(node.value)):
                 if atom[0] in ("obj", "alloc"):
@@ -454,9 +487,42 @@ class Frame(Evaluator):
 
     def _method_atom(self, atom, name: str) -> frozenset:
         info = self.program.class_info(atom[1])
-        if info is not None and name in info.facts.methods:
+        if info is not None and name in info.facts.methods and not is_property(info.facts.methods[name]):
             return frozenset({("bound", atom[1], name, atom)})
         return EMPTY
+
+    def training_of(self, node: ast.AST) -> bool | None:
+        """The mode of the module object(s) ``node`` names (``self`` in ``self.training``), as
+        the program's calls set it (Program.modes); None where any of them is not known."""
+        atoms = flatten(self.types_of(node)) if not (
+            isinstance(node, ast.Name) and node.id == self.self_name and self.self_atom is not None
+        ) else frozenset({self.self_atom})
+        modes = {self.program.modes.get(a) for a in atoms if a[0] == "obj"}
+        return modes.pop() if len(modes) == 1 else None
+
+    def eval_Attribute(self, node: ast.Attribute) -> Value:
+        """``obj.name`` where ``obj``'s class of the program makes ``name`` a ``@property``:
+        reading it runs the getter on that object (its stores are the object's, in this
+        call's grad mode), and the read gives what the getter returns."""
+        value = super().eval_Attribute(node)
+        if not isinstance(node.ctx, ast.Load):
+            return value
+        getters = []
+        for atom in flatten(self.types_of(node.value)):
+            if atom[0] == "obj":
+                info = self.program.class_info(atom[1])
+                method = info.facts.methods.get(node.attr) if info is not None else None
+                if method is not None and is_property(method):
+                    getters.append(("bound", atom[1], node.attr, atom))
+        if not getters:
+            return value
+        results, types = [value], set()
+        for getter in getters:
+            got, returned = self.call_atom(getter, [], {}, [], {})
+            results.append(got)
+            types |= returned
+        self.read_types[id(node)] = frozenset(types)
+        return join(*results)
 
     # -- calls --------------------------------------------------------------------
     def _project_call(self, node, func, qual, pos, kw):
@@ -497,6 +563,10 @@ class Frame(Evaluator):
             if recv.kind in (MODULE, LEAF) or flatten(self.types_of(func.value)):
                 self.program.hooks.append((self.types_of(node.args[0]), self, attr))
             return NOTHING
+        if attr in ("train", "eval") and isinstance(func, ast.Attribute) and len(node.args) + len(node.keywords) <= 1:
+            atoms = flatten(self.types_of(func.value))
+            if atoms:
+                self.program.set_mode(atoms, _mode_set(node))
         if _mp(qual, ("get_context",)):
             for a in node.args:
                 self.eval(a)
@@ -624,6 +694,9 @@ class Frame(Evaluator):
             atom = ("obj", key)
             info = program.class_info(key)
             ctx = program.classes[key][1] if info is not None else None
+            if info is not None and info.facts.is_module and program.modes.get(atom) is not True:
+                program.modes[atom] = True  # nn.Module.__init__: self.training = True
+                program.mode_changes += 1
             if info is not None and ctx is not None and "__init__" in info.facts.methods:
                 program.run(info.facts.methods["__init__"], ctx, pos, kw, pos_types, kw_types, self.grad,
                             self_atom=atom, caller=self, info=info)
@@ -874,6 +947,19 @@ class HeapWalker(Walker):
                 f.program.clear(frozenset(a for a in flatten(f.types_of(func.value)) if a[0] == "alloc"), "[]", f, stmt)
                 f.program.clear(flatten(f.types_of(func.value.value)), func.value.attr, f, stmt)
         super().call_statement(call, stmt)
+
+
+def _mode_set(call: ast.Call) -> bool | None:
+    """The mode ``m.train(...)`` / ``m.eval()`` puts a module in: ``train()`` and ``train(True)``
+    training, ``eval()`` and ``train(False)`` eval; None for a mode the text does not fix."""
+    if isinstance(call.func, ast.Attribute) and call.func.attr == "eval":
+        return None if call.args or call.keywords else False
+    given = call.args[0] if call.args else call.keywords[0].value if call.keywords else None
+    if given is None:
+        return True
+    if isinstance(given, ast.Constant) and isinstance(given.value, bool):
+        return given.value
+    return None
 
 
 def _tuple_elements(types, n: int) -> list[frozenset]:
