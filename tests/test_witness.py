@@ -121,3 +121,49 @@ def test_the_cache_keeps_the_witness(tmp_path):
     first = run("check", "--output-format", "json", "--cache-dir", tmp_path / "c", "enc.py", cwd=tmp_path)
     again = run("check", "--output-format", "json", "--cache-dir", tmp_path / "c", "enc.py", cwd=tmp_path)
     assert json.loads(first.stdout)[0]["witness"] == json.loads(again.stdout)[0]["witness"] is not None
+
+
+def test_each_step_names_its_own_file_where_the_chain_crosses_files(tmp_path):
+    """The copy graph's chain runs through a script and a package: each step is labelled with
+    the file it is in (a step of the script is not the store's file)."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "keeper.py").write_text('''\
+class Keeper:
+    def __init__(self):
+        self.last = None
+
+    def keep(self, value):
+        self.last = value
+''')
+    (tmp_path / "train.py").write_text('''\
+import copy
+
+import torch
+
+from pkg.keeper import Keeper
+
+
+def main():
+    model = torch.nn.Linear(2, 2)
+    keeper = Keeper()
+    feats = model(torch.randn(3, 2))
+    keeper.keep(feats)
+    copy.deepcopy(keeper)
+
+
+main()
+''')
+    found = {(f["filename"].replace("\\\\", "/").split("/")[-1], f["code"]): f for f in _json(".", cwd=tmp_path)}
+    store = found[("keeper.py", "GLF001")]["witness"]["steps"]
+    assert store[0] == [11, "train.py: feats = model(torch.randn(3, 2))"], store
+    assert store[-1] == [6, "self.last = value"], store
+    copy_site = found[("train.py", "GLF202")]["witness"]["steps"]
+    assert copy_site[0] == [11, "feats = model(torch.randn(3, 2))"], copy_site
+    assert [6, "pkg/keeper.py: self.last = value"] in copy_site, copy_site
+    sarif = json.loads(run("check", "--no-cache", "--output-format", "sarif", "--exit-zero", ".", cwd=tmp_path).stdout)
+    flows = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]: r["codeFlows"][0]["threadFlows"][0]["locations"]
+             for r in sarif["runs"][0]["results"] if r["ruleId"] == "GLF001"}
+    (steps,) = flows.values()
+    assert [s["location"]["physicalLocation"]["artifactLocation"]["uri"] for s in steps] == [
+        "train.py", "pkg/keeper.py"], steps  # each step in its own file

@@ -53,12 +53,13 @@ class Value:
             return self
         return Value(self.kind, self.origin, self.items, self.cls, self.trail, what, self.keys)
 
-    def then(self, line: int, target: str, node: ast.AST) -> "Value":
-        """This value, bound at ``line`` to ``target`` from ``node`` (a step of its witness)."""
+    def then(self, line: int, target: str, node: ast.AST, path: str | None = None) -> "Value":
+        """This value, bound at ``line`` (of the file at ``path``, where the run knows it) to
+        ``target`` from ``node`` (a step of its witness)."""
         if len(self.trail) >= MAX_STEPS:
             return self
-        return Value(self.kind, self.origin, self.items, self.cls, self.trail + ((line, target, node),), self.guess,
-                     self.keys)
+        return Value(self.kind, self.origin, self.items, self.cls, self.trail + ((line, target, node, path),),
+                     self.guess, self.keys)
 
     def with_keys(self, keys: "dict[str, Value] | None") -> "Value":
         """This dict with these entries (None: entries not known one by one)."""

@@ -26,6 +26,7 @@ not reported under a default code (GLF010).
 from __future__ import annotations
 
 import ast
+import os
 
 _MAX_CODE = 80
 
@@ -38,6 +39,19 @@ def _code(target: str, node: ast.AST | None) -> str:
     if len(text) > _MAX_CODE:
         text = text[: _MAX_CODE - 3] + "..."
     return f"{target}{text}"
+
+
+def display_path(path: str, here: str) -> str:
+    """Another file of the program as a message names it: from the checked file's folder when it
+    is there or below (``train.py``, ``utils/ema.py``), else from the working directory, else whole."""
+    try:
+        rel = os.path.relpath(path, os.path.dirname(os.path.abspath(here)))
+        if not rel.startswith(".."):
+            return rel
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith(".." + os.sep + "..") else rel
 
 
 def source_kind(origin: str) -> str:
@@ -70,28 +84,61 @@ _SOURCE_TEXT = {
 }
 
 
-def steps(value, store_line: int, store_code: str) -> list[list]:
-    """The value's bindings, then the store (``[line, code]`` each)."""
-    out = [[line, _code(target, node)] for line, target, node in getattr(value, "trail", ())]
-    out.append([store_line, store_code])
-    return out
+def steps(value, store_line: int, store_code: str, here: str | None = None,
+          store_path: str | None = None) -> tuple[list[list], list]:
+    """The value's bindings, then the store (``[line, code]`` each), and the file of each step
+    (None: ``here``, the reported file). A step in another file is prefixed with it
+    (``train.py: x = model(b)``)."""
+    out, paths = [], []
+    for line, target, node, *path in [*getattr(value, "trail", ()), (store_line, "", None, store_path)]:
+        code = _code(target, node) if node is not None else store_code
+        path = path[0] if path else None
+        elsewhere = here is not None and path is not None and path != here
+        out.append([line, f"{display_path(path, here)}: {code}" if elsewhere else code])
+        paths.append(path if elsewhere else None)
+    return out, paths
+
+
+def rebase(proof: dict, old_here: str, new_here: str) -> dict:
+    """A witness made for the file ``old_here``, for a finding in ``new_here`` (a copy site
+    reporting a store of another file): each step names its file as seen from there."""
+    steps, paths = proof.get("steps", []), proof.get("step_paths") or [None] * len(proof.get("steps", []))
+    out, new_paths = [], []
+    for (line, code), path in zip(steps, paths):
+        if path is not None:
+            code = code[len(display_path(path, old_here)) + 2:]  # the prefix steps() gave it
+        real = path or old_here
+        elsewhere = real != new_here
+        out.append([line, f"{display_path(real, new_here)}: {code}" if elsewhere else code])
+        new_paths.append(real if elsewhere else None)
+    rebased = {**proof, "steps": out}
+    rebased.pop("step_paths", None)
+    if any(new_paths):
+        rebased["step_paths"] = new_paths
+    return rebased
 
 
 def make(value, store_node: ast.AST, store_stmt: ast.AST | None, reached: str, grad: bool, kept: str, copied: str,
-         source: str | None = None, kind: str | None = None) -> dict:
+         source: str | None = None, kind: str | None = None, here: str | None = None,
+         store_path: str | None = None) -> dict:
+    """A finding's witness. ``here``: the reported file, where the chain crosses files (the
+    copy graph's); ``store_path``: the file of the store."""
     origin = value.origin or "a computation on the autograd graph"
     kind = kind or source_kind(origin)
     code = _code("", store_stmt if isinstance(store_stmt, ast.stmt) and not isinstance(
         store_stmt, (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.FunctionDef)) else store_node)
+    chain_steps, paths = steps(value, store_node.lineno, code, here, store_path)
     out = {
         "source": source or _SOURCE_TEXT.get(kind, "{o}").format(o=origin),
         "source_kind": kind,
-        "steps": steps(value, store_node.lineno, code),
+        "steps": chain_steps,
         "reached": reached,
         "grad": "enabled" if grad else "disabled here, but the value already has a grad_fn (passing it on keeps it)",
         "kept": kept,
         "copied": copied,
     }
+    if any(paths):
+        out["step_paths"] = paths  # the file of each step in another file than the finding's (SARIF's locations)
     if getattr(value, "guess", None):
         out["assumed"] = f"{value.guess} is taken to carry its arguments' history"
     return out

@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib.resources import files
+from itertools import repeat
 from pathlib import Path
 from urllib.parse import quote
 
@@ -182,6 +183,14 @@ def _uri(path: str) -> str:
     return Path(os.path.abspath(path)).as_uri()
 
 
+def _step_uri(uri: str, path: str | None) -> str:
+    """A witness step's file: the finding's (``uri``), or the other file of the program it is in."""
+    if path is None:
+        return uri
+    rel = os.path.relpath(path)
+    return _uri(rel if not rel.startswith("..") else path)
+
+
 def _region(start_line: int, start_col: int, end_line: int, end_col: int) -> dict:
     return {"startLine": start_line, "startColumn": start_col, "endLine": end_line, "endColumn": end_col}
 
@@ -214,9 +223,10 @@ def render_sarif(reports: list[FileReport], rules: dict[str, str]) -> str:
             result["codeFlows"] = [{
                 "message": {"text": f.witness["source"]},
                 "threadFlows": [{"locations": [
-                    {"location": {"physicalLocation": {"artifactLocation": {"uri": uri}, "region": {"startLine": line}},
+                    {"location": {"physicalLocation": {"artifactLocation": {"uri": _step_uri(uri, path)},
+                                                       "region": {"startLine": line}},
                                   "message": {"text": code}}}
-                    for line, code in f.witness.get("steps", ())
+                    for (line, code), path in zip(f.witness.get("steps", ()), f.witness.get("step_paths") or repeat(None))
                 ]}],
             }]
         if f.fix is not None:

@@ -173,7 +173,7 @@ class Walker:
         if not listish and old.kind == GRAPH:
             new = old if new.kind < GRAPH else new
         if isinstance(target, ast.Name):
-            ev.env[target.id] = new.then(stmt.lineno, "", stmt) if new.kind >= ARG else new
+            ev.env[target.id] = new.then(stmt.lineno, "", stmt, ev.code_path) if new.kind >= ARG else new
             return
         root = target_root(target)
         if root is None or through_untracked(target):
@@ -282,8 +282,8 @@ class Walker:
         ev = self.ev
         if isinstance(target, ast.Name):
             if value.kind >= LEAF:
-                value = value.then(stmt.lineno, "", stmt) if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else (
-                    value.then(stmt.lineno, f"{target.id} = ", value_node))
+                value = value.then(stmt.lineno, "", stmt, ev.code_path) if isinstance(
+                    stmt, (ast.Assign, ast.AnnAssign)) else value.then(stmt.lineno, f"{target.id} = ", value_node, ev.code_path)
             ev.env[target.id] = value
             if isinstance(value_node, (ast.List, ast.Tuple, ast.Dict, ast.ListComp, ast.DictComp)):
                 ev.containers.add(target.id)
@@ -312,7 +312,7 @@ class Walker:
                 return  # t.data = v swaps t's storage: t keeps no history (a Parameter stays a leaf)
             self._emit("attr", target, value, target)
             if ev.is_self(target.value):
-                ev.self_attrs[target.attr] = value.then(stmt.lineno, "", stmt) if value.kind >= LEAF else value
+                ev.self_attrs[target.attr] = value.then(stmt.lineno, "", stmt, ev.code_path) if value.kind >= LEAF else value
         elif isinstance(target, ast.Subscript):
             base = target.value
             if through_untracked(base):

@@ -198,6 +198,8 @@ class Evaluator(CallSemantics):
     def eval_Await(self, node: ast.Await) -> Value:
         return self.eval(node.value)
 
+    code_path: str | None = None  # the file of the code evaluated, where a run crosses files (heap.Frame)
+
     def training_of(self, node: ast.AST) -> bool | None:
         """The mode (True: training) of the module ``node`` names, where the program shows it;
         None here (a class's own run cannot tell who put it in which mode)."""

@@ -390,6 +390,7 @@ class Frame(Evaluator):
                          ctx.module_classes)
         self.program = program
         self.ctx = ctx
+        self.code_path = ctx.path
         self.func = func
         self.self_atom = self_atom
         self.closure = closure
@@ -1206,7 +1207,7 @@ def _made_in(value: Value, body: list, line: int):
     """The last step of the value's witness trail that is a statement of ``body`` before ``line``
     (``batch["pred"] = model(batch["image"])``), or None."""
     ids = {id(n) for stmt in body for n in walk(stmt)}
-    steps = [node for step_line, _target, node in value.trail if id(node) in ids and step_line < line]
+    steps = [node for step_line, _target, node, *_path in value.trail if id(node) in ids and step_line < line]
     return steps[-1] if steps else None
 
 

@@ -5,7 +5,6 @@ it reports (``RULES``: code -> one-line summary) and small valid / invalid examp
 from __future__ import annotations
 
 import ast
-import os
 
 from ..findings import Finding
 from ..evaluator.flow import overwritten_later, resets_of
@@ -105,19 +104,6 @@ def drop_overwritten(findings: list[Finding], runner=None, methods: dict | None 
                 continue
         kept.append(f)
     return kept
-
-
-def display_path(path: str, here: str) -> str:
-    """Another file of the program as a message names it: from the checked file's folder when it
-    is there or below (``train.py``, ``utils/ema.py``), else from the working directory, else whole."""
-    try:
-        rel = os.path.relpath(path, os.path.dirname(os.path.abspath(here)))
-        if not rel.startswith(".."):
-            return rel
-        rel = os.path.relpath(path)
-    except ValueError:
-        return path
-    return path if rel.startswith(".." + os.sep + "..") else rel
 
 
 def origin_text(value) -> str:

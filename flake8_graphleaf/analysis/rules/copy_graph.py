@@ -25,7 +25,7 @@ from .. import witness
 from ..findings import Finding
 from ..evaluator.heap import Kept, Sink, may_reach_sink, run_file, runs_for
 from ..values import short
-from . import cleared_by_program, display_path, finding, origin_text
+from . import cleared_by_program, finding, origin_text
 
 RULES: dict[str, str] = {}  # it reports GLF001 / GLF002 / GLF003 / GLF202 / GLF301 (their rules' RULES)
 
@@ -257,7 +257,7 @@ def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
                        "build the dataset from .detach()ed tensors")
         site = finding(code, node, message, data={"kind": "copy-graph", "cause_line": first.node.lineno,
                                                   "cause_code": first.code,
-                                                  "cause_path": None if first.path == here else display_path(first.path, here)})
+                                                  "cause_path": None if first.path == here else witness.display_path(first.path, here)})
         site.witness = _witness(first, sink, here)
         out.append(site)
         _stores(sink, here, taken, stores, module, classes)
@@ -272,7 +272,7 @@ def _cleared(programs: list, here: str) -> dict[int, str]:
     for p in programs:
         for (path, line), (at_path, at_line) in p.cleared.items():
             if path == here and (path, line) not in survived:
-                out.setdefault(line, f"line {at_line}" if at_path == here else f"{display_path(at_path, here)}:{at_line}")
+                out.setdefault(line, f"line {at_line}" if at_path == here else f"{witness.display_path(at_path, here)}:{at_line}")
     return out
 
 
@@ -309,7 +309,7 @@ def _local_class(atom: tuple, here: str, classes: dict) -> str | None:
 
 
 def _at(sink: Sink, here: str) -> str:
-    return f"line {sink.node.lineno}" if sink.path == here else f"{display_path(sink.path, here)}:{sink.node.lineno}"
+    return f"line {sink.node.lineno}" if sink.path == here else f"{witness.display_path(sink.path, here)}:{sink.node.lineno}"
 
 
 def _holder(kept: Kept) -> str:
@@ -320,7 +320,7 @@ def _holder(kept: Kept) -> str:
 
 
 def _where(kept: Kept, here: str) -> str:
-    return f"line {kept.node.lineno}" if kept.path == here else f"{display_path(kept.path, here)}:{kept.node.lineno}"
+    return f"line {kept.node.lineno}" if kept.path == here else f"{witness.display_path(kept.path, here)}:{kept.node.lineno}"
 
 
 def _store(kept: Kept, sink: Sink, here: str, module: str, classes: dict) -> Finding:
@@ -346,12 +346,14 @@ def _witness(kept: Kept, sink: Sink, here: str, at_copy: bool = True) -> dict:
     proof = witness.make(kept.value, kept.node, kept.stmt, reached=kept.reached, grad=True,
                          kept="nothing the program runs between the store and the copy clears or replaces it",
                          copied=f"{sink.what} at {_at(sink, here)} copies {_holder(kept)} and with it "
-                                f"'{kept.target}'")
-    if kept.path != here:
-        proof["steps"] = [[line, f"{display_path(kept.path, here)}: {code}"] for line, code in proof["steps"]]
+                                f"'{kept.target}'", here=here, store_path=kept.path)
     site = short(sink.node)
     if at_copy:
-        proof["steps"].append([sink.node.lineno, site if sink.path == here else f"{display_path(sink.path, here)}: {site}"])
+        elsewhere = sink.path != here
+        proof["steps"].append([sink.node.lineno, f"{witness.display_path(sink.path, here)}: {site}" if elsewhere else site])
+        if proof.get("step_paths") or elsewhere:
+            proof["step_paths"] = [*(proof.get("step_paths") or [None] * (len(proof["steps"]) - 1)),
+                                   sink.path if elsewhere else None]
     return proof
 
 
@@ -361,16 +363,19 @@ def _copied_argument(sink: Sink, here: str, reported: set) -> list[Finding]:
     path, made, given, call, who = sink.origin
     out = []
     copy_at = _at(sink, here)
-    made_at = f"line {made.lineno}" if path == here else f"{display_path(path, here)}:{made.lineno}"
+    made_at = f"line {made.lineno}" if path == here else f"{witness.display_path(path, here)}:{made.lineno}"
     source = origin_text(sink.value)
     def prefix(p: str) -> str:
-        return "" if p == here else f"{display_path(p, here)}: "
+        return "" if p == here else f"{witness.display_path(p, here)}: "
 
     proof = witness.chain(f"a tensor on the autograd graph ({source})", witness.source_kind(sink.value.origin or ""),
                           [(made.lineno, prefix(path), made), (call.lineno, prefix(path), call),
                            (sink.node.lineno, prefix(sink.path), sink.node)],
                           reached=f"{who}, which passes '{given}' on in {short(call)}",
                           kept="it is the value passed", copied=f"{sink.what} at {copy_at} copies the tensor itself")
+    step_paths = [None if p == here else p for p in (path, path, sink.path)]
+    if any(step_paths):
+        proof["step_paths"] = step_paths
     if path == here and (made.lineno, made.col_offset) not in reported:
         reported.add((made.lineno, made.col_offset))
         f = finding("GLF201", made,
@@ -386,7 +391,7 @@ def _copied_argument(sink: Sink, here: str, reported: set) -> list[Finding]:
                     f"{sink.what} copies a tensor on the autograd graph ({source}) that {who} makes at {made_at} "
                     f"and passes on; it raises RuntimeError: copy .detach().clone() of it, or pass a leaf",
                     data={"kind": "copy-graph", "cause_line": made.lineno,
-                          "cause_path": None if path == here else display_path(path, here)})
+                          "cause_path": None if path == here else witness.display_path(path, here)})
         f.witness = proof
         out.append(f)
     return out

@@ -18,7 +18,7 @@ from ..program.modules import ClassInfo
 from ..facts.sinks import COPIER_NAMES, COPIERS
 from ..program.stmtwalk import lines_matching, own_nodes, scopes_at, statements, tree_statements
 from ..evaluator.scopes import ClassRunner, is_forward_root, self_name
-from . import ARGUMENT_ONLY, argument_only, display_path, finding, on_trust, origin_text
+from . import ARGUMENT_ONLY, argument_only, finding, on_trust, origin_text
 
 RULES = {
     "GLF201": "copy.deepcopy of a tensor that is on the autograd graph",
@@ -303,19 +303,19 @@ def _broken_classes(classes: dict[str, ClassInfo], findings: list[Finding]) -> d
 def _glf202(node: ast.Call, kind: str, scope, parents, classes, broken, imports) -> list[Finding]:
     arg = node.args[0]
     cls = _class_of_value(arg, node, scope, parents, classes)
-    where = ""
+    where, files = "", None
     if cls is None:
         remote = _remote_broken(imports, _remote_class(arg, node, scope, parents, imports))
         if remote is None:
             return []
-        cls, (how, cause), where = remote
+        cls, (how, cause), where, files = remote
     elif cls not in broken or "__deepcopy__" in classes[cls].facts.methods:
         return []  # a class with its own __deepcopy__ decides what a copy gets
     else:
         how, cause = broken[cls]
     what = cause.attribute or cause.code
     at = f"{where}:{cause.line}" if where else f"line {cause.line}"
-    return [_witnessed_site(node, kind, how, cause, where, at,
+    return [_witnessed_site(node, kind, how, cause, files, at,
         finding(
             "GLF202", node,
             f"{kind}({short(arg)}) will raise: {how} keeps a non-leaf tensor "
@@ -387,16 +387,21 @@ def _remote_broken(imports, qual: str | None):
     broken = _broken_classes(classes, analysis.findings)
     if name not in broken:
         return None
-    return name, broken[name], display_path(found_module.path, getattr(imports.current, "path", "") or "")
+    here = getattr(imports.current, "path", "") or ""
+    return name, broken[name], witness.display_path(found_module.path, here), (found_module.path, here)
 
 
-def _witnessed_site(node: ast.Call, kind: str, how: str, cause: Finding, where: str, at: str, f: Finding) -> Finding:
+def _witnessed_site(node: ast.Call, kind: str, how: str, cause: Finding, files: tuple | None, at: str,
+                    f: Finding) -> Finding:
+    """``files``: (the class's file, this one) when the class is another file's."""
     base = dict(cause.witness) if cause.witness else witness.simple(
         cause.message, "computation", node, "", "", "")
     site = witness.simple("", "", node, "", "", "")["steps"][0]
+    if files is not None:  # the chain is in the class's own file; the copy here
+        base = witness.rebase(base, *files)
     steps = [list(s) for s in base.get("steps", [])]
-    if where:  # the chain is in the class's own file; the copy here
-        steps = [[line, f"{where}: {code}"] for line, code in steps]
+    if base.get("step_paths"):
+        base["step_paths"] = [*base["step_paths"], None]
     f.witness = {**base, "steps": steps + [site],
                  "copied": f"{kind}({short(node.args[0])}) copies {how}; {cause.code} at {at}: "
                            f"{base.get('copied', '')}".rstrip(": ")}
