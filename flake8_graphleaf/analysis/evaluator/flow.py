@@ -330,6 +330,10 @@ class Walker:
             if self._wraps_parameters(base):
                 return
             self._emit("container", base, value, target, method="__setitem__")
+            if isinstance(base, ast.Attribute) and ev.is_self(base.value) and value.kind == GRAPH and ev.grad:
+                # self.buf[0] = out: the tensor written into now has a grad_fn (CopySlices), a
+                # container now holds the graph tensor; what is computed from it later carries it
+                ev.self_attrs[base.attr] = join(ev.self_attr(base.attr), value.then(stmt.lineno, "", stmt, ev.code_path))
 
     def _wraps_parameters(self, container: ast.AST) -> bool:
         """``self.<attr>`` built as an nn.ParameterDict / ParameterList: what goes in is made an

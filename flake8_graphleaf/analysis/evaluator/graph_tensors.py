@@ -73,6 +73,9 @@ class Evaluator(CallSemantics):
         # ``self.<helper>.method(...)`` on a helper object (ClassFacts.helpers): (attr, method,
         # positional values, keyword values, call node, grad) -> the value it returns, or None.
         self.on_helper: Callable | None = None
+        # (helper attr, its attr) -> the graph tensor a helper call of this run left there
+        # (``self.var.update(out)`` writing into ``self.var.tensor``): a later read sees it
+        self.helper_state: dict[tuple[str, str], Value] = {}
         # ``super().method(...)`` (not forward): (method, positional, keyword, grad) -> value or None.
         self.on_super: Callable | None = None
         self.nesting = 0  # how many other classes' methods deep this run is (helper objects, forward results)
@@ -365,6 +368,9 @@ class Evaluator(CallSemantics):
         if self.is_self(node.value):
             return self.self_attr(attr)
         base = self.eval(node.value)
+        if (self.helper_state and isinstance(node.value, ast.Attribute) and self.is_self(node.value.value)
+                and (node.value.attr, attr) in self.helper_state):
+            return self.helper_state[(node.value.attr, attr)]  # self.var.tensor after self.var.update(out)
         if base.cls is not None:
             return self.object_member(base, attr, NOTHING)  # dist.mean, dist.stddev
         if is_size_name(attr):

@@ -99,6 +99,7 @@ class ClassRunner:
         self.depth = depth  # how many helper objects deep (helper_objects)
         # Graph tensors kept on helper objects by calls this class's forward makes.
         self.helper_findings: list = []
+        self.helper_state: dict = {}  # what helper calls left on the helper objects (Evaluator.helper_state)
         self._helper_memo: dict = {}
         # Calls of this file's module classes through submodule attributes, with the values
         # passed: class name -> [(positional values, keyword values)], shared by the file's runners.
@@ -123,7 +124,7 @@ class ClassRunner:
         """Run every forward-like root; returns the names of the methods reached.  A class
         with none runs the ``forward`` it inherits from a base in another file, on its own
         methods (the base's file reports what that forward itself stores)."""
-        self.helper_findings, self._helper_memo = [], {}
+        self.helper_findings, self._helper_memo, self.helper_state = [], {}, {}
         roots = forward_roots(self.info)
         if not roots and self.info.facts.methods and self.info.facts.bases:
             from ..program.helper_objects import inherited_forward
@@ -217,6 +218,7 @@ class ClassRunner:
         ev.nesting = self.depth
         if not self._building and (self.info.facts.helpers or self.info.facts.submodule_quals):
             ev.on_helper = self._call_helper
+            ev.helper_state = self.helper_state
         if self.info.base_infos:
             ev.on_super = self._call_super
         ev.building = self._building
@@ -312,6 +314,9 @@ class ClassRunner:
                     continue
                 code = "GLF002" if store.kind == "container" else "GLF001"
                 target = f"self.{attr}" + store.text[len(store.root):]
+                if store.attr:  # the object now holds it: what the forward reads from there later carries it
+                    held = self.helper_state.get((attr, store.attr))
+                    self.helper_state[(attr, store.attr)] = store.value if held is None else join(held, store.value)
                 kept.setdefault((code, target), []).append((info.node.name, f.name, store.node.lineno, store.value, qual))
         for (code, target), where in kept.items():
             classes = sorted({w[0] for w in where})

@@ -29,6 +29,46 @@ EXAMPLES = [
     (
         """
 import torch, torch.nn as nn
+class Var:
+    def __init__(self, t):
+        self.tensor = t
+    def update(self, data):
+        self.tensor[:] = data  # an in-place write: the preallocated tensor gets a grad_fn
+class Cost(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.ones(3))
+        self.var = Var(torch.zeros(3))
+        self.buf = torch.zeros(2, 3)
+    def forward(self, x):
+        self.var.update(x * self.w)
+        self.err = self.var.tensor * 2  # computed from what the helper now holds
+        self.buf[0] = x * self.w
+        self.total = self.buf.sum(0)  # computed from the written buffer
+        return self.total.sum()
+""",
+        ["GLF002", "GLF001", "GLF002", "GLF001"],
+    ),
+    (
+        """
+import torch, torch.nn as nn
+class Cost(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.ones(3))
+        self.buf = torch.zeros(2, 3)
+    def forward(self, x):
+        self.buf[0] = (x * self.w).detach()
+        with torch.no_grad():
+            self.buf[1] = x * self.w  # no history recorded under no_grad
+        self.total = self.buf.sum(0)
+        return (x * self.w).sum()
+""",
+        [],
+    ),
+    (
+        """
+import torch, torch.nn as nn
 class Rocket(nn.Module):
     def __init__(self):
         super().__init__()
