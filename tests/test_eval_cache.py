@@ -61,17 +61,18 @@ def test_the_eval_mode_cache_is_reported_at_its_store_and_at_the_copy(tmp_path):
         ["./gp/kernels.py:27:13:", "GLF001"], ["./gp/models.py:21:15:", "GLF202"]], flake8.stdout
 
 
-def test_the_prediction_under_no_grad_is_clean(tmp_path):
-    cwd = _twin(tmp_path, PREDICT, "    with torch.no_grad():\n        value = model(candidates).sum()\n"
-                                  "    candidates.grad = torch.zeros_like(candidates)\n")
-    assert _check(cwd) == []
-    pytest.importorskip("torch")  # the static half ran; the run needs torch
-    r = _run(cwd)
-    assert r.returncode == 0 and "copied True" in r.stdout, r.stderr
+TWINS = {
+    # the prediction under no_grad: the cache is written, without a graph
+    "no_grad": (PREDICT, "    with torch.no_grad():\n        value = model(candidates).sum()\n"
+                         "    candidates.grad = torch.zeros_like(candidates)\n"),
+    # never put in eval mode: the cache is never written
+    "training_only": ("    model.eval()\n", ""),
+}
 
 
-def test_a_model_never_put_in_eval_mode_is_clean(tmp_path):
-    cwd = _twin(tmp_path, "    model.eval()\n", "")
+@pytest.mark.parametrize("twin", sorted(TWINS))
+def test_the_clean_twins_report_nothing_and_copy(tmp_path, twin):
+    cwd = _twin(tmp_path, *TWINS[twin])
     assert _check(cwd) == []
     pytest.importorskip("torch")  # the static half ran; the run needs torch
     r = _run(cwd)
