@@ -82,6 +82,19 @@ def cleared_by_program(f: Finding, where: str) -> Finding:
     return f
 
 
+def behind_unset_option(f: Finding, option: str, given: str) -> Finding:
+    """The finding under the opt-in code: the call runs only under ``if <option>:`` in the
+    class's constructor, and every construction the project makes passes a value that skips it
+    (``given``): that a user turns it on is the guess."""
+    f.data["code_if_resolved"] = f.code
+    f.message = (f"{f.code} behind an option: {f.message} (it runs only when '{option}' is set, and every "
+                 f"construction in the project passes {given})")
+    f.code = ARGUMENT_ONLY
+    if f.witness is not None:
+        f.witness["assumed"] = f"a construction outside the project sets '{option}'"
+    return f
+
+
 def drop_overwritten(findings: list[Finding], runner=None, methods: dict | None = None) -> list[Finding]:
     """Drop store findings whose value is replaced or cleared before it can outlive the method
     (see flow.overwritten_later: a later assignment, ``del``, ``.clear()``, a reset helper, a

@@ -17,7 +17,8 @@ from ..program.imports import ImportMap
 from ..program.modules import ClassInfo
 from ..program.stmtwalk import Parents, parent_map, walk, walk_lines, word_lines
 from ..program.helper_objects import copies_itself
-from . import decides_own_copy, finding
+from ..program.flags import constructed_with
+from . import behind_unset_option, decides_own_copy, finding
 
 RULES = {
     "GLF101": "legacy torch.nn.utils.weight_norm / remove_weight_norm",
@@ -155,13 +156,55 @@ def check(tree: ast.AST, imports: ImportMap, classes: dict[str, ClassInfo], sour
             # on the object): that a copy meets the computed weight is not shown
             out.append(decides_own_copy(f, cls))
             continue
+        unset = None if removal else _unset_option(node, parents, cls, imports)
         f.witness = witness.simple(
             f"torch.nn.utils.{name}: the legacy API registers a forward pre-hook that recomputes 'weight' from "
             "its parameters (weight_g / weight_v, weight_orig): a non-leaf tensor kept on the module",
             "legacy-norm", node, reached=f"the call itself, in {cls or 'module-level code'}", kept="until the module is removed "
             "from the legacy norm", copied="copy.deepcopy(model) copies the module's __dict__['weight']")
-        out.append(f)
+        out.append(f if unset is None else behind_unset_option(f, *unset))
     return out
+
+
+def _unset_option(node, parents, cls: str | None, imports: ImportMap) -> tuple[str, str] | None:
+    """(option, what every construction passes) when ``node`` is in the body of ``if <option>:``
+    (``if <option> == "weight":``) in ``cls.__init__``, ``<option>`` an ``__init__`` parameter,
+    and every construction of the class the project makes passes a value that skips that body
+    (``use_weight_norm=False`` or the default); None otherwise (no such test, a value not
+    known, or no construction seen)."""
+    project = getattr(imports, "project", None)
+    module = getattr(getattr(imports, "current", None), "name", None)
+    if cls is None or project is None or not module:
+        return None
+    cur, child = parents.get(node), node
+    tests = []
+    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        if isinstance(cur, ast.If) and child in cur.body:
+            tests.append(cur.test)
+        cur, child = parents.get(cur), cur
+    if not isinstance(cur, ast.FunctionDef) or cur.name != "__init__" or not isinstance(parents.get(cur), ast.ClassDef):
+        return None
+    params = {a.arg for a in cur.args.args[1:] + cur.args.kwonlyargs}
+    for test in tests:
+        option, wanted = _option_test(test)
+        if option not in params:
+            continue
+        values = constructed_with(project, module, cls, option)
+        if not values:
+            continue
+        if all(not v if wanted is None else v != wanted for v in values):
+            return option, " or ".join(sorted(repr(v) for v in values))
+    return None
+
+
+def _option_test(test: ast.AST) -> tuple[str | None, object]:
+    """(name, None) for ``if name:``; (name, literal) for ``if name == literal:``; else (None, None)."""
+    if isinstance(test, ast.Name):
+        return test.id, None
+    if (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
+            and isinstance(test.left, ast.Name) and isinstance(test.comparators[0], ast.Constant)):
+        return test.left.id, test.comparators[0].value
+    return None, None
 
 
 def _only_named(node, parents) -> bool:
