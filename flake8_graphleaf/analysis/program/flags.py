@@ -17,8 +17,11 @@ An attribute ``__init__`` sets from one of its parameters (``self.store_attn = s
 settled when every construction of the class the project shows passes the same literal there
 (or leaves the literal default), following parameters through the constructors that pass them on
 (``TSTEncoder(store_attn=store_attn)`` inside ``TSTiEncoder.__init__``) and locals bound once to a
-literal (``store_attn = False``).  No construction site seen, or one that passes anything else:
-not settled.
+literal (``store_attn = False``).  A construction through a local bound to classes (``cls = A if
+sde else B; cls(dim, **dist_kwargs)``) counts for each; a ``**`` spread is followed to its dict:
+a dict display, a local's bindings (dicts or None), a module-level function's parameter through
+the calls the project makes of it.  No construction site seen, or one that passes anything
+else: not settled.
 
 An assignment of the attribute on any other object (``model.flag = True``,
 ``module._is_streaming = streaming`` in a loop over submodules, ``setattr(m, "flag", ...)``),
@@ -108,20 +111,54 @@ def _stores(node: ast.If) -> bool:
 
 
 def _calls_by_name(parsed) -> dict[str, list]:
-    """name -> [(class or None, function, call)] of every call in the file whose callee ends with
-    that name, walked once per file."""
+    """name -> [(class or None, function, call, callee)] of every call in the file whose callee
+    ends with that name, walked once per file. ``callee`` is the node that names it: the call's
+    own ``func``, or for a call of a local bound once to classes (``cls = A if sde else B;
+    cls(dim, **kw)``) the ``A`` / ``B`` of that binding, so the call counts for both."""
     memo = parsed.memo
     if "calls_by_name" not in memo:
         table: dict[str, list] = {}
         for owner, func in _functions(parsed.tree):
+            aliases: dict | None = None
             for call in walk(func):
                 if isinstance(call, ast.Call):
                     f = call.func
                     name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
                     if name is not None:
-                        table.setdefault(name, []).append((owner, func, call))
+                        table.setdefault(name, []).append((owner, func, call, f))
+                    if isinstance(f, ast.Name):
+                        if aliases is None:
+                            aliases = _class_aliases(func)
+                        for named in aliases.get(f.id, ()):
+                            table.setdefault(named.id, []).append((owner, func, call, named))
         memo["calls_by_name"] = table
     return memo["calls_by_name"]
+
+
+def _class_aliases(func) -> dict[str, list[ast.Name]]:
+    """Locals bound exactly once, to a name or a conditional expression of names
+    (``cls = StateDependentNoise if use_sde else DiagGaussian``): local -> those names."""
+    bound: dict[str, list] = {}
+    for n in walk(func):
+        if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With, ast.NamedExpr)):
+            for t in _bound_names(n):
+                bound.setdefault(t.id, []).append(n)
+    out = {}
+    for local, nodes in bound.items():
+        if len(nodes) == 1 and isinstance(nodes[0], ast.Assign) and len(nodes[0].targets) == 1:
+            names = _named_alternatives(nodes[0].value)
+            if names:
+                out[local] = names
+    return out
+
+
+def _named_alternatives(node) -> list[ast.Name]:
+    if isinstance(node, ast.Name):
+        return [node]
+    if isinstance(node, ast.IfExp):
+        body, orelse = _named_alternatives(node.body), _named_alternatives(node.orelse)
+        return body + orelse if body and orelse else []
+    return []
 
 
 def _param(init, name: str):
@@ -196,8 +233,8 @@ def _constructed_with(project, module: str, cls: str, name: str, depth: int):
         parsed = project.parsed(other)
         if parsed is None:
             continue
-        for owner, func, call in _calls_by_name(parsed).get(cls, ()):
-            if not _names_class(call.func, parsed, module, cls):
+        for owner, func, call, callee in _calls_by_name(parsed).get(cls, ()):
+            if not _names_class(callee, parsed, module, cls):
                 continue
             sites += 1
             given = next((k.value for k in call.keywords if k.arg == name), None)
@@ -206,9 +243,18 @@ def _constructed_with(project, module: str, cls: str, name: str, depth: int):
                 if any(isinstance(a, ast.Starred) for a in call.args[: position + 1]):
                     return None
             if given is None:
-                if any(k.arg is None for k in call.keywords) or default is _UNKNOWN:
-                    return None  # **kwargs, or no default
-                values.add(default)
+                spread = [k.value for k in call.keywords if k.arg is None]
+                if default is _UNKNOWN:
+                    return None  # no default
+                if not spread:
+                    values.add(default)
+                    continue
+                if len(spread) > 1:
+                    return None
+                passed = _spread_entry(project, parsed, other, owner, func, spread[0], name, default, depth)
+                if passed is None:
+                    return None  # **kwargs whose entries are not known
+                values |= passed
                 continue
             value = _literal(given)
             if value is _UNKNOWN and isinstance(given, ast.Name):
@@ -222,6 +268,94 @@ def _constructed_with(project, module: str, cls: str, name: str, depth: int):
                 return None
             values.add(value)
     return values if sites else None
+
+
+def _spread_entry(project, parsed, module: str, owner, func, node, key: str, default, depth: int):
+    """The literals the entry ``key`` of a ``**node`` spread can hold (``default`` where the dict
+    has no such entry, or is None): a dict literal; a local bound to dict literals or None (each
+    binding counts); a parameter of a module-level function, from what its callers in the
+    project pass (or its default). None when any of it is not known."""
+    if isinstance(node, ast.Dict):
+        return _dict_entry(node, key, default)
+    if isinstance(node, ast.Constant) and node.value is None:
+        return {default}
+    if not isinstance(node, ast.Name) or depth > 4:
+        return None
+    out: set = set()
+    for n in walk(func):
+        if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With, ast.NamedExpr)) and any(
+                t.id == node.id for t in _bound_names(n)):
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AnnAssign) else []
+            value = getattr(n, "value", None)
+            if value is None or len(targets) != 1 or not isinstance(targets[0], ast.Name):
+                return None  # bound otherwise (a loop, a with, a tuple, +=): not known
+            entry = _spread_entry(project, parsed, module, owner, func, value, key, default, depth) if isinstance(
+                value, (ast.Dict, ast.Constant)) else None
+            if entry is None:
+                return None
+            out |= entry
+    args = func.args if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+    names = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs] if args is not None else []
+    if node.id in names:
+        if owner is not None:
+            return None  # a method's parameter: its callers are not followed
+        passed = _passed_to(project, module, func, node.id, key, default, depth + 1)
+        if passed is None:
+            return None
+        out |= passed
+    return out or None
+
+
+def _dict_entry(node: ast.Dict, key: str, default):
+    """The literal under ``key`` in a dict display ({default} without it), or None."""
+    for k, v in zip(node.keys, node.values):
+        if k is None:
+            return None  # {**other}
+        if not (isinstance(k, ast.Constant) and isinstance(k.value, str)):
+            return None
+        if k.value == key:
+            value = _literal(v)
+            return None if value is _UNKNOWN else {value}
+    return {default}
+
+
+def _passed_to(project, module: str, func, param: str, key: str, default, depth: int):
+    """The literals the entry ``key`` of the dict the module-level function ``module.func``'s
+    parameter ``param`` is given can hold, over every call of it the project shows (its default
+    where a call does not pass it); None when one is not known or no call is seen."""
+    args = func.args
+    positional = [a.arg for a in args.posonlyargs + args.args]
+    defaults = dict(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+    index = getattr(project, "index", None)
+    paths = index.mentioning(func.name) if index is not None else []
+    if len(paths) > 20:
+        return None
+    out, sites = set(), 0
+    for path in paths:
+        parsed = project.parsed_path(path) if hasattr(project, "parsed_path") else None
+        if parsed is None:
+            continue
+        for owner, caller, call, callee in _calls_by_name(parsed).get(func.name, ()):
+            qual = getattr(parsed.imports, "qualname", None)
+            if not (qual is not None and qual(callee) == f"{module}.{func.name}") and not (
+                    isinstance(callee, ast.Name) and parsed.name == module):
+                continue
+            sites += 1
+            given = next((k.value for k in call.keywords if k.arg == param), None)
+            if given is None and param in positional and positional.index(param) < len(call.args):
+                given = call.args[positional.index(param)]
+            if given is None:
+                if any(k.arg is None for k in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args):
+                    return None
+                given = defaults.get(param)
+                if given is None:
+                    return None
+            entry = _spread_entry(project, parsed, parsed.name, owner, caller, given, key, default, depth)
+            if entry is None:
+                return None
+            out |= entry
+    return out if sites else None
 
 
 def _functions(tree):
