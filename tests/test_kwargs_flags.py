@@ -7,13 +7,13 @@ too, and the copy with ``use_sde=True`` raises."""
 
 from __future__ import annotations
 
-import copy
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from _imported import deepcopy_works, imported
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "projects" / "kwargs_flags"
 
@@ -27,23 +27,10 @@ def _attributes(cwd: Path) -> list[str]:
 
 def _copies(cwd: Path, use_sde: bool) -> bool:
     torch = pytest.importorskip("torch")
-    sys.path.insert(0, str(cwd))
-    try:
-        import importlib
-
-        policies = importlib.import_module("sb.policies")
+    with imported(cwd, "sb.policies") as policies:
         policy = policies.ActorCriticPolicy(3, 2, use_sde=use_sde)
         policy(torch.randn(4, 3)).sum().backward()
-        try:
-            copy.deepcopy(policy)
-            return True
-        except RuntimeError as exc:
-            assert "graph leaves" in str(exc)
-            return False
-    finally:
-        sys.path.remove(str(cwd))
-        for name in [m for m in sys.modules if m == "sb" or m.startswith("sb.")]:
-            del sys.modules[name]
+        return deepcopy_works(policy)
 
 
 def _project(tmp_path: Path, learn_features: bool) -> Path:

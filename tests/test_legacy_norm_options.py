@@ -5,12 +5,12 @@ option"); where one construction turns it on, the copy raises and GLF101 is repo
 
 from __future__ import annotations
 
-import copy
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from _imported import deepcopy_works, imported
 
 LAYERS = '''\
 import torch.nn as nn
@@ -55,23 +55,10 @@ def _codes(cwd: Path, *extra: str) -> list[str]:
 
 def _copies(cwd: Path) -> bool:
     torch = pytest.importorskip("torch")
-    sys.path.insert(0, str(cwd))
-    try:
-        import importlib
-
-        layers = importlib.import_module("pkg.layers")
+    with imported(cwd, "pkg.layers") as layers:
         model = layers.Net()
         model(torch.randn(1, 4, 5)).sum().backward()
-        try:
-            copy.deepcopy(model)
-            return True
-        except RuntimeError as exc:
-            assert "graph leaves" in str(exc)
-            return False
-    finally:
-        sys.path.remove(str(cwd))
-        for name in [m for m in sys.modules if m == "pkg" or m.startswith("pkg.")]:
-            del sys.modules[name]
+        return deepcopy_works(model)
 
 
 def test_an_option_no_construction_sets_is_opt_in(tmp_path):
