@@ -100,3 +100,28 @@ def test_the_copy_raises_and_the_fix_keeps_the_numbers(tmp_path):
     assert after.stdout.splitlines()[0] == before.stdout.splitlines()[0]  # prediction and gradient, bit for bit
     assert after.stdout.splitlines()[1] == "copied True"
     assert _check(cwd) == []
+
+
+IFEXP = ("        if not self.training:\n            self._cached_kernel_mat = res\n",
+         "        self._cached_kernel_mat = res if not self.training else None\n")
+
+
+@pytest.mark.parametrize("eval_mode", [True, False])
+def test_a_conditional_expression_on_the_mode_is_decided_too(tmp_path, eval_mode):
+    """``res if not self.training else None``: in eval mode the graph is kept and the copy graph
+    reports the copy; in training mode (the model never put in eval mode) the attribute holds
+    None and the program's copy works, so the copy graph reports no copy. (The class-level
+    GLF001 of the store itself stays there: a class's own run does not know who puts it in
+    which mode, and a conditional expression's eval side is not yet marked eval-only.)"""
+    cwd = _twin(tmp_path, *(TWINS["training_only"] if not eval_mode else (PREDICT, PREDICT)))
+    kernels = cwd / "gp" / "kernels.py"
+    text = kernels.read_text()
+    assert IFEXP[0] in text
+    kernels.write_text(text.replace(*IFEXP))
+    found = _check(cwd)
+    assert ("./gp/models.py:21:15: GLF202" in found) is eval_mode, found
+    if eval_mode:
+        assert found == ["./gp/kernels.py:26:9: GLF001", "./gp/models.py:21:15: GLF202"], found
+    pytest.importorskip("torch")
+    r = _run(cwd)
+    assert (r.returncode == 0) is (not eval_mode), r.stderr

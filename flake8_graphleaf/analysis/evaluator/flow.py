@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .graph_tensors import ARG, GRAPH, LEAF, MODULE, NOTHING, Evaluator, Value, join, join_tuples, short
+from .graph_tensors import training_subject, training_test
 from ..values import merge_paths
 from ..facts import torch_facts
 from ..program.grad_mode import grad_guard, grad_mode_of
@@ -199,9 +200,9 @@ class Walker:
         if self.ev.infeasible_parameter_test(stmt.test):
             self.block(stmt.orelse)  # isinstance(w, nn.Parameter) with w no parameter: the body never runs
             return
-        training = _training_test(stmt.test)  # if self.training: ... else: (eval mode only)
+        training = training_test(stmt.test)  # if self.training: ... else: (eval mode only)
         if training is not None:
-            mode = self.ev.training_of(_training_subject(stmt.test))
+            mode = self.ev.training_of(training_subject(stmt.test))
             if mode is not None:  # the program put the object in that mode: the other side never runs
                 taken = stmt.body if training == mode else stmt.orelse
                 self.block(taken)
@@ -421,35 +422,6 @@ class Walker:
             Store(kind, root[0], self.ev.eval(_root_node(target)), root[1], short(target), value, where, self.ev.grad, method,
                   stmt=self.stmt, target=target)
         )
-
-
-def _training_subject(test: ast.AST) -> ast.AST:
-    """The object whose ``.training`` a test of :func:`_training_test` reads."""
-    while isinstance(test, ast.UnaryOp):
-        test = test.operand
-    if isinstance(test, ast.Compare):
-        test = test.left
-    return test.value
-
-
-def _training_test(test: ast.AST) -> bool | None:
-    """True for ``if x.training:`` (the body runs in training mode, the else in eval mode), False
-    for ``if not x.training:`` / ``x.training is False`` / ``== False`` (the body in eval mode);
-    None for any other test."""
-    if isinstance(test, ast.Attribute) and test.attr == "training":
-        return True
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        inner = _training_test(test.operand)
-        return None if inner is None else not inner
-    if (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Attribute)
-            and test.left.attr == "training" and isinstance(test.comparators[0], ast.Constant)
-            and isinstance(test.comparators[0].value, bool)):
-        value = test.comparators[0].value
-        if isinstance(test.ops[0], (ast.Is, ast.Eq)):
-            return value
-        if isinstance(test.ops[0], (ast.IsNot, ast.NotEq)):
-            return not value
-    return None
 
 
 _PARAMETER_CONTAINERS = ("ParameterDict", "ParameterList")

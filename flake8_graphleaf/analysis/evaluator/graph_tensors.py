@@ -216,6 +216,10 @@ class Evaluator(CallSemantics):
     def eval_IfExp(self, node: ast.IfExp) -> Value:
         self.eval(node.test)
         decided = self.decided(node.test)
+        training = training_test(node.test)
+        if decided is None and training is not None:  # x if self.training else y, the mode known
+            mode = self.training_of(training_subject(node.test))
+            decided = None if mode is None else training == mode
         if decided is not None:
             return self.eval(node.body if decided else node.orelse)
         if self.infeasible_parameter_test(node.test):
@@ -425,3 +429,32 @@ class Evaluator(CallSemantics):
                 self.bind_target(elt, value)
         elif isinstance(target, ast.Starred):
             self.bind_target(target.value, value)
+
+
+def training_subject(test: ast.AST) -> ast.AST:
+    """The object whose ``.training`` a test of :func:`training_test` reads."""
+    while isinstance(test, ast.UnaryOp):
+        test = test.operand
+    if isinstance(test, ast.Compare):
+        test = test.left
+    return test.value
+
+
+def training_test(test: ast.AST) -> bool | None:
+    """True for ``if x.training:`` (the body runs in training mode, the else in eval mode), False
+    for ``if not x.training:`` / ``x.training is False`` / ``== False`` (the body in eval mode);
+    None for any other test."""
+    if isinstance(test, ast.Attribute) and test.attr == "training":
+        return True
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = training_test(test.operand)
+        return None if inner is None else not inner
+    if (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Attribute)
+            and test.left.attr == "training" and isinstance(test.comparators[0], ast.Constant)
+            and isinstance(test.comparators[0].value, bool)):
+        value = test.comparators[0].value
+        if isinstance(test.ops[0], (ast.Is, ast.Eq)):
+            return value
+        if isinstance(test.ops[0], (ast.IsNot, ast.NotEq)):
+            return not value
+    return None
