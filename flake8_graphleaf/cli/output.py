@@ -185,10 +185,7 @@ def _uri(path: str) -> str:
 
 def _step_uri(uri: str, path: str | None) -> str:
     """A witness step's file: the finding's (``uri``), or the other file of the program it is in."""
-    if path is None:
-        return uri
-    rel = os.path.relpath(path)
-    return _uri(rel if not rel.startswith("..") else path)
+    return uri if path is None else _uri(os.path.relpath(path))  # relative under the working directory, as the finding's
 
 
 def _region(start_line: int, start_col: int, end_line: int, end_col: int) -> dict:

@@ -162,6 +162,9 @@ class Program:
         """``.train(mode)`` / ``.eval()`` on the objects ``atoms``: on them and on the modules
         they hold (attributes, containers), as ``nn.Module.train`` does; None: not known."""
         todo, seen = [a for a in atoms if a[0] in ("obj", "alloc")], set()
+        holds: dict = {}  # holder -> what it holds, over all its attributes (one pass over the heap)
+        for (holder, _attr), held in self.held.items():
+            holds.setdefault(holder, []).append(held)
         while todo:
             atom = todo.pop()
             if atom in seen:
@@ -176,9 +179,8 @@ class Program:
                     self.modes[atom] = mode
             elif atom[0] == "obj":
                 continue  # a plain object's attributes are not its modules
-            for (holder, _attr), held in self.held.items():
-                if holder == atom:
-                    todo.extend(a for a in flatten(held) if a[0] in ("obj", "alloc") and a not in seen)
+            for held in holds.get(atom, ()):
+                todo.extend(a for a in flatten(held) if a[0] in ("obj", "alloc") and a not in seen)
 
     # -- files --------------------------------------------------------------------
     def context_of(self, parsed) -> FileContext:
@@ -495,9 +497,7 @@ class Frame(Evaluator):
     def training_of(self, node: ast.AST) -> bool | None:
         """The mode of the module object(s) ``node`` names (``self`` in ``self.training``), as
         the program's calls set it (Program.modes); None where any of them is not known."""
-        atoms = flatten(self.types_of(node)) if not (
-            isinstance(node, ast.Name) and node.id == self.self_name and self.self_atom is not None
-        ) else frozenset({self.self_atom})
+        atoms = flatten(self.types_of(node))
         modes = {self.program.modes.get(a) for a in atoms if a[0] == "obj"}
         return modes.pop() if len(modes) == 1 else None
 

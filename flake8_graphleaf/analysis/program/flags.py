@@ -138,13 +138,8 @@ def _calls_by_name(parsed) -> dict[str, list]:
 def _class_aliases(func) -> dict[str, list[ast.Name]]:
     """Locals bound exactly once, to a name or a conditional expression of names
     (``cls = StateDependentNoise if use_sde else DiagGaussian``): local -> those names."""
-    bound: dict[str, list] = {}
-    for n in walk(func):
-        if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With, ast.NamedExpr)):
-            for t in _bound_names(n):
-                bound.setdefault(t.id, []).append(n)
     out = {}
-    for local, nodes in bound.items():
+    for local, nodes in _bindings(func).items():
         if len(nodes) == 1 and isinstance(nodes[0], ast.Assign) and len(nodes[0].targets) == 1:
             names = _named_alternatives(nodes[0].value)
             if names:
@@ -175,11 +170,20 @@ def _param(init, name: str):
     return None
 
 
+def _bindings(func) -> dict[str, list]:
+    """local name -> the statements (and walrus expressions) of ``func`` that bind it, in
+    ``walk``'s order."""
+    bound: dict[str, list] = {}
+    for n in walk(func):
+        if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With, ast.NamedExpr)):
+            for name in dict.fromkeys(t.id for t in _bound_names(n)):
+                bound.setdefault(name, []).append(n)
+    return bound
+
+
 def _local_literal(func, name: str):
     """The literal a local is bound to, when the function binds it exactly once, to a literal."""
-    bound = [n for n in walk(func) if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With,
-                                                           ast.NamedExpr))
-             and any(isinstance(t, ast.Name) and t.id == name for t in _bound_names(n))]
+    bound = _bindings(func).get(name, [])
     if len(bound) == 1 and isinstance(bound[0], ast.Assign) and len(bound[0].targets) == 1:
         return _literal(bound[0].value)
     return _UNKNOWN
@@ -282,18 +286,16 @@ def _spread_entry(project, parsed, module: str, owner, func, node, key: str, def
     if not isinstance(node, ast.Name) or depth > 4:
         return None
     out: set = set()
-    for n in walk(func):
-        if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With, ast.NamedExpr)) and any(
-                t.id == node.id for t in _bound_names(n)):
-            targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AnnAssign) else []
-            value = getattr(n, "value", None)
-            if value is None or len(targets) != 1 or not isinstance(targets[0], ast.Name):
-                return None  # bound otherwise (a loop, a with, a tuple, +=): not known
-            entry = _spread_entry(project, parsed, module, owner, func, value, key, default, depth) if isinstance(
-                value, (ast.Dict, ast.Constant)) else None
-            if entry is None:
-                return None
-            out |= entry
+    for n in _bindings(func).get(node.id, []):
+        targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AnnAssign) else []
+        value = getattr(n, "value", None)
+        if value is None or len(targets) != 1 or not isinstance(targets[0], ast.Name):
+            return None  # bound otherwise (a loop, a with, a tuple, +=): not known
+        entry = _spread_entry(project, parsed, module, owner, func, value, key, default, depth) if isinstance(
+            value, (ast.Dict, ast.Constant)) else None
+        if entry is None:
+            return None
+        out |= entry
     args = func.args if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
     names = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs] if args is not None else []
     if node.id in names:
