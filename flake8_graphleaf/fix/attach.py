@@ -151,7 +151,14 @@ def _choose_store_fix(f: Finding, ctx: Context, code: str):
     if detach is not None:
         fallback = Fix(UNSAFE, f"{detach.description}; {why}", detach.edits)
     elif rename is not None:
-        fallback = Fix(UNSAFE, f"{rename.description}; {why}", rename.edits)
+        skip = set(map(id, ast.walk(method))) if method is not None else set()
+        readers = usage_of(ctx, name, skip).readers
+        if not readers:
+            fallback = Fix(UNSAFE, f"{rename.description}; {why}", rename.edits)
+        else:  # not even unsafe: the project's own readers would read what is no longer stored
+            f.data["no_fix"] = (f"'{name}' is read elsewhere in the project ({', '.join(readers[:3])}): a local "
+                                "variable would change what those reads see")
+            return ("copysafe", name, None) if mine else None
     if mine:
         return ("copysafe", name, fallback)
     if fallback is None:

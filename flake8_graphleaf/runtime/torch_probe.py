@@ -474,6 +474,76 @@ def probe_distributions(torch) -> dict:
     return out
 
 
+def probe_module_containers(torch) -> dict:
+    """What torch's container modules do with a graph tensor put into them (``append``, ``extend``,
+    ``insert``, item assignment, ``update``): ``raises`` (ModuleList takes modules only), ``leaf``
+    (ParameterList wraps it in an nn.Parameter, a leaf), ``keeps`` (the graph tensor itself)."""
+    import torch.nn.modules.container as containers
+
+    out: dict = {}
+    for cname in sorted(dir(containers)):
+        cls = getattr(containers, cname)
+        if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module) and cls.__module__ == containers.__name__):
+            continue
+        if cls is torch.nn.Module or cname.startswith("_") or not hasattr(cls, "__setitem__"):
+            continue
+        entry = {}
+        for meth in ("append", "extend", "insert", "__setitem__", "update"):
+            if not hasattr(cls, meth):
+                continue
+            for shape in ((_ITEM,), ([_ITEM],), (0, _ITEM), ("0", _ITEM), ({"0": _ITEM},)):
+                def call(item, shape=shape):
+                    obj = cls()
+                    if meth in ("insert", "__setitem__") and isinstance(shape[0], int) and hasattr(obj, "append"):
+                        try:  # an index to write at
+                            obj.append(torch.nn.Identity() if item_is_module else torch.nn.Parameter(torch.ones(2)))
+                        except Exception:  # noqa: BLE001
+                            pass
+                    args = [_fill(a, item) for a in shape]
+                    getattr(obj, meth)(*args)
+                    return obj
+
+                item_is_module = True
+                try:
+                    call(torch.nn.Identity())
+                    takes_module = True
+                except Exception:  # noqa: BLE001
+                    takes_module = False
+                item_is_module = False
+                w = torch.nn.Parameter(torch.ones(2))
+                try:
+                    obj = call(w * 2)
+                except Exception:  # noqa: BLE001
+                    if takes_module:  # the call's shape is right: it is the tensor it refuses
+                        entry[meth] = "raises"
+                        break
+                    continue
+                held = list(obj.values()) if hasattr(obj, "values") else list(obj)
+                tensors = [v for v in held if isinstance(v, torch.Tensor)]
+                if not tensors:
+                    continue
+                entry[meth] = "leaf" if all(v.is_leaf for v in tensors) else "keeps"
+                break
+        if entry:
+            out[cname] = entry
+    return out
+
+
+_ITEM = object()  # the item's slot in a probed container call
+
+
+def _fill(slot, item):
+    """One argument of a container call: ``_ITEM`` stands for the item, ``[_ITEM]`` / ``{"0": _ITEM}``
+    for a list / dict of it; other values (an index, a key) are passed as they are."""
+    if slot is _ITEM:
+        return item
+    if isinstance(slot, list):
+        return [item]
+    if isinstance(slot, dict):
+        return {k: item for k in slot}
+    return slot
+
+
 def probe_module_api(torch) -> dict:
     """What the ``nn.Module`` API gives on a layer that has run forward with grad: modules, leaves
     (parameters), or values without history (state_dict's detached tensors, buffers, handles)."""
@@ -632,6 +702,7 @@ def generate() -> dict:
         "tensor_attributes": attributes,
         "distributions": probe_distributions(torch),
         "module_api": probe_module_api(torch),
+        "module_containers": probe_module_containers(torch),
         "module_attributes": probe_module_attributes(torch),
         "return_fields": _fields(torch),
         "dtypes": probe_dtypes(torch),

@@ -419,6 +419,10 @@ class CallSemantics:
             return result
         if meth in ("forward", "__call__") and facts is not None and facts.is_module:
             return Value(GRAPH, "self(...)") if self.grad else NOTHING
+        if facts is not None and facts.bases and self.on_method is not None:
+            result = self.on_method(meth, pos, kw, self.grad)  # a method a base in another file defines
+            if result is not None:
+                return result
         # Unknown (inherited) attribute: a submodule or a helper method; judge by the args.
         if facts is not None and facts.is_module and not _METHOD_NAME_RE.match(meth):
             from ..program.project_view import defines_method

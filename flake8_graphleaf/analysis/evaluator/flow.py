@@ -328,7 +328,7 @@ class Walker:
                 if old.kind == MODULE:
                     self._emit("container", base, value, target, method="__setitem__")
                 return
-            if self._wraps_parameters(base):
+            if self._keeps_no_graph(base, "__setitem__"):
                 return
             self._emit("container", base, value, target, method="__setitem__")
             if isinstance(base, ast.Attribute) and ev.is_self(base.value) and value.kind == GRAPH and ev.grad:
@@ -336,12 +336,15 @@ class Walker:
                 # container now holds the graph tensor; what is computed from it later carries it
                 ev.self_attrs[base.attr] = join(ev.self_attr(base.attr), value.then(stmt.lineno, "", stmt, ev.code_path))
 
-    def _wraps_parameters(self, container: ast.AST) -> bool:
-        """``self.<attr>`` built as an nn.ParameterDict / ParameterList: what goes in is made an
-        nn.Parameter, a leaf."""
+    def _keeps_no_graph(self, container: ast.AST, method: str) -> bool:
+        """``self.<attr>`` built as one of torch's container modules that does not keep a graph
+        tensor given to ``method`` (the semantics table): an nn.ParameterList makes it an
+        nn.Parameter, a leaf; an nn.ModuleList refuses anything but a module (TypeError)."""
         ev = self.ev
-        return (isinstance(container, ast.Attribute) and ev.is_self(container.value) and ev.facts is not None
-                and ev.facts.submodule_ctors.get(container.attr, "").rsplit(".", 1)[-1] in _PARAMETER_CONTAINERS)
+        if not (isinstance(container, ast.Attribute) and ev.is_self(container.value) and ev.facts is not None):
+            return False
+        ctor = ev.facts.submodule_ctors.get(container.attr, "").rsplit(".", 1)[-1]
+        return torch_facts.container_store(ctor, method) in ("raises", "leaf")
 
     def _loop_target_stores(self, target: ast.AST, value: Value, stmt: ast.stmt) -> None:
         if isinstance(target, (ast.Attribute, ast.Subscript, ast.Tuple, ast.List)):
@@ -391,7 +394,7 @@ class Walker:
                 return  # self.metric.update(preds, target): a submodule's method, not dict.update
             if meth == "update" and not _mapping_arguments(call, ev):
                 return  # dict.update takes a mapping or keywords; self.metric.update(*args) is a method
-            if self._wraps_parameters(recv):
+            if self._keeps_no_graph(recv, meth):
                 return
             self._emit("container", recv, added, call, method=meth)
             return
@@ -422,9 +425,6 @@ class Walker:
             Store(kind, root[0], self.ev.eval(_root_node(target)), root[1], short(target), value, where, self.ev.grad, method,
                   stmt=self.stmt, target=target)
         )
-
-
-_PARAMETER_CONTAINERS = ("ParameterDict", "ParameterList")
 
 
 def _mapping_arguments(call: ast.Call, ev) -> bool:

@@ -30,6 +30,44 @@ def is_forward_root(name: str, info: ClassInfo) -> bool:
     return name == "training_step" or (info.is_lightning and name in ("training_step", "shared_step"))
 
 
+# Lightning's loops run these under torch.no_grad() / inference_mode: a store there has no history.
+_LIGHTNING_NO_GRAD = re.compile(r"^(validation|test|predict)_step$|^on_(validation|test|predict)_")
+# Methods nn.Module's own machinery (or Python's) calls, not users: deepcopy, pickling, repr.
+_NOT_PUBLIC = frozenset({"extra_repr", "train", "eval", "state_dict", "load_state_dict", "parameters",
+                         "named_parameters", "buffers", "named_buffers", "children", "modules", "named_modules",
+                         "to", "cuda", "cpu", "type", "float", "double", "half", "bfloat16", "zero_grad",
+                         "register_buffer", "register_parameter", "add_module", "apply"})
+
+
+def public_roots(info: ClassInfo, reached: set[str]) -> list[str]:
+    """Public methods that users call on the module besides ``forward``: a ``process_support_set``,
+    ``sample``, ``inverse`` or ``compute_loss`` that nothing in the class calls. Torch runs them
+    with grad enabled unless their caller (or a decorator) turns it off, as it does ``forward``;
+    a method the class's own code calls or refers to (``__init__`` calling ``self.reset()``,
+    ``self.fn = self._step``) is judged from there instead, in that caller's grad mode."""
+    if info.is_metric:
+        return []  # torchmetrics: compute() runs on states update() kept under no_grad
+    methods = info.facts.methods
+    referred: set[str] = set()
+    for caller, func in methods.items():
+        me = self_name(func)
+        for n in walk(func):
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == me and n.attr != caller:
+                referred.add(n.attr)
+    out = []
+    for name, func in methods.items():
+        if name.startswith("_") or name in reached or name in referred or name in _NOT_PUBLIC:
+            continue
+        if is_forward_root(name, info) or (info.is_lightning and _LIGHTNING_NO_GRAD.search(name)):
+            continue
+        if _decorators(func) & {"property", "staticmethod", "classmethod", "abstractmethod", "setter", "cached_property"}:
+            continue
+        if self_name(func) is None or _abstract(func) or isinstance(func, ast.AsyncFunctionDef):
+            continue
+        out.append(name)
+    return out
+
+
 SUBMODULE_CALL = re.compile(r"^\w+\.(\w+)(\[\.\.\.\])?(\(\.\.\.\))?$")
 
 
@@ -118,6 +156,8 @@ class ClassRunner:
         # A torchmetrics Metric's batch: what its forward was given (see _call_method).
         self._batch = NOTHING
         self.stack: list[str] = []  # the methods being run, from the root (a witness's "reached")
+        self._public: set[str] = set()  # the public methods being run as roots (run_public)
+        self._foreign: dict[int, ImportMap] = {}  # id of an inherited method of another file -> its imports
 
     # -- public -------------------------------------------------------------------
     def run_forward(self, sink: StoreSink) -> set[str]:
@@ -137,6 +177,18 @@ class ClassRunner:
 
                 return self._run_roots(["forward"], own, forward=True, methods={"forward": func}) - {"forward"}
         return self._run_roots(roots, sink, forward=True)
+
+    def run_public(self, sink: StoreSink, skip: set[str]) -> list[str]:
+        """Run the public methods nothing in the class calls (:func:`public_roots`) as roots of
+        their own, after :meth:`run_forward` (``skip``: the methods it reached). Returns them."""
+        roots = public_roots(self.info, skip)
+        if roots:
+            self._public = set(roots)
+            try:
+                self._run_roots(roots, sink, forward=True)
+            finally:
+                self._public = set()
+        return roots
 
     def run_with(self, func: ast.FunctionDef, pos: list[Value], kw: dict[str, Value], sink: StoreSink,
                  grad: bool) -> Value:
@@ -193,25 +245,29 @@ class ClassRunner:
         params: dict[str, Value] = {}
         grad = function_grad_mode(func, self.imports)
         for a, d in zip(positional, defaults):
-            params[a.arg] = self._root_arg(a, d, forward and grad)
+            params[a.arg] = self._root_arg(a, d, forward and grad, func.name)
         for a, d in zip(args.kwonlyargs, args.kw_defaults):
-            params[a.arg] = self._root_arg(a, d, forward and grad)
+            params[a.arg] = self._root_arg(a, d, forward and grad, func.name)
         if args.vararg is not None:
             params[args.vararg.arg] = Value(ARG, f"argument '*{args.vararg.arg}'") if forward and grad else NOTHING
         if args.kwarg is not None:
             params[args.kwarg.arg] = NOTHING
         return params
 
-    def _root_arg(self, a: ast.arg, default, forward: bool) -> Value:
+    def _root_arg(self, a: ast.arg, default, forward: bool, method: str = "forward") -> Value:
         if forward:
-            return argument_value(a, default)
+            value = argument_value(a, default)
+            if value.kind == ARG and method in self._public:  # not forward's argument of that name
+                value = Value(ARG, f"{value.origin} of {method}()")
+            return value
         if looks_like_module_name(a.arg):
             return Value(MODULE, a.arg)
         return NOTHING
 
     def _run(self, func: ast.FunctionDef, params: dict[str, Value], grad: bool) -> Value:
         self.reached.add(func.name)
-        ev = Evaluator(self.imports, self.info.facts, self_name(func), self.module_classes, on_method=self._call_method)
+        imports = self._foreign.get(id(func), self.imports)
+        ev = Evaluator(imports, self.info.facts, self_name(func), self.module_classes, on_method=self._call_method)
         ev.on_call = self.on_call
         ev.fed = self.fed
         ev.on_module_call = self._record_call
@@ -223,9 +279,9 @@ class ClassRunner:
             ev.on_super = self._call_super
         ev.building = self._building
         ev.env.update(params)
-        ev.grad = function_grad_mode(func, self.imports) if grad else _explicit_enable(func, self.imports)
+        ev.grad = function_grad_mode(func, imports) if grad else _explicit_enable(func, imports)
         sink = self._sink
-        walker = Walker(ev, lambda store: sink(store, func))
+        walker = Walker(ev, (lambda store: None) if imports is not self.imports else (lambda store: sink(store, func)))
         self.stack.append(func.name)
         try:
             return walker.run(func.body)
@@ -236,7 +292,21 @@ class ClassRunner:
         """How the method being run is reached from its root: ``forward -> self._step()``."""
         if not self.stack:
             return ""
-        return " -> ".join([self.stack[0]] + [f"self.{n}()" for n in self.stack[1:]])
+        return " -> ".join([self.root_text()] + [f"self.{n}()" for n in self.stack[1:]])
+
+    def root(self) -> str:
+        """The root method being run (``forward``, or a public method :meth:`run_public` runs)."""
+        return self.stack[0] if self.stack else ""
+
+    def public_root(self) -> bool:
+        return self.root() in self._public
+
+    def root_text(self) -> str:
+        name = self.root()
+        if name in self._public:
+            return (f"{name}() (a public method of the module that nothing in the class calls: users call it, "
+                    "with grad on unless they turn it off, as forward)")
+        return name
 
     def _call_super(self, name: str, pos: list[Value], kw: dict[str, Value], grad: bool) -> Value | None:
         """``super().name(...)``: the method of a base class of this file, run on this object."""
@@ -351,8 +421,10 @@ class ClassRunner:
 
     def _call_method(self, name: str, pos: list[Value], kw: dict[str, Value], grad: bool) -> Value | None:
         func = self.info.facts.methods.get(name)
-        if func is None or name in self._skip:
+        if name in self._skip:
             return None
+        if func is None:
+            return self._call_inherited(name, pos, kw, grad)
         if name == "compute" and self.info.is_metric and _abstract(func):
             # Metric.forward computes the metric over the batch alone, with grad enabled for it
             # (``_enable_grad = True``): whatever compute() a subclass defines gets the batch's
@@ -362,6 +434,22 @@ class ClassRunner:
         if result is not None and func.returns is not None and non_tensor_annotation(func.returns, scalars=True):
             return NOTHING  # def _model_name(self, model) -> str | None: its stores count, its result is no tensor
         return result
+
+
+    def _call_inherited(self, name: str, pos: list[Value], kw: dict[str, Value], grad: bool) -> Value | None:
+        """``self.name(...)`` of a method a base class in another file defines: run on this
+        object, with that file's imports, for what it gives and leaves on the object; what it
+        stores there is that file's to report (its class is run there), not this one's."""
+        if not self.info.facts.bases or self.depth > 1:
+            return None
+        from ..program.helper_objects import inherited_method
+
+        found = inherited_method(self.imports, self.info, name)
+        if found is None:
+            return None
+        func, imports = found
+        self._foreign[id(func)] = imports
+        return self._run_once(name, func, pos, kw, grad)
 
 
 def _memo_kind(value: Value):

@@ -174,6 +174,13 @@ def module_api(name: str) -> str | None:
     return table()["module_api"].get(name)
 
 
+def container_store(class_name: str, method: str) -> str | None:
+    """What torch's container module ``class_name`` (``ModuleList``, ``ParameterDict`` ...) does
+    with a graph tensor given to ``method`` (``append``, ``__setitem__`` ...): ``raises``, ``leaf``
+    (made an nn.Parameter), ``keeps``; None for another class or method."""
+    return table()["module_containers"].get(class_name, {}).get(method)
+
+
 def module_attribute(name: str) -> str | None:
     """``m.training``: attributes every module has."""
     return table()["module_attributes"].get(name)

@@ -159,10 +159,18 @@ def settle_given(imports, info: ClassInfo, depth: int = 0) -> None:
             f.injected.add(attr)
 
 
-def inherited_forward(imports, info: ClassInfo, depth: int = 0):
+def inherited_forward(imports, info: ClassInfo):
     """The ``forward`` a module class without one of its own inherits from a base of the
     program in another file (``Representation.forward`` calling ``self._plain_forward``, which
     the subclass defines), or None: torch's own, or none found."""
+    found = inherited_method(imports, info, "forward")
+    return found[0] if found is not None else None
+
+
+def inherited_method(imports, info: ClassInfo, name: str, depth: int = 0):
+    """(function, its file's ImportMap) of the method ``name`` that ``info``'s class inherits
+    from a base of the program in another file (``self.compute_features(...)`` defined by the
+    base class), or None: not the program's, or none found."""
     if depth > 4:
         return None
     for qual in info.facts.bases:  # ancestors in other files, through this file's bases too
@@ -170,10 +178,10 @@ def inherited_forward(imports, info: ClassInfo, depth: int = 0):
         if found is None or found[1] is info:
             continue
         parsed, base, _ = found
-        func = base.facts.methods.get("forward")
+        func = base.facts.methods.get(name)
         if func is not None:
-            return func
-        func = inherited_forward(parsed.imports, base, depth + 1)
-        if func is not None:
-            return func
+            return func, parsed.imports
+        deeper = inherited_method(parsed.imports, base, name, depth + 1)
+        if deeper is not None:
+            return deeper
     return None

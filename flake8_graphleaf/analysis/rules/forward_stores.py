@@ -488,8 +488,10 @@ def check(runner: ClassRunner) -> list[Finding]:
         on_self = store.root == self_name(func)
         if on_self and store.value.kind == MODULE:
             attached.add(store.value.origin)
-        f = classify(store, func, facts, runner.info.node.name)
+        f = classify(store, func, facts, runner.info.node.name, after=runner.root() if runner.public_root() else "forward")
         if f is not None:
+            f.data["root_method"] = runner.root()
+            f.data["public_root"] = runner.public_root()
             f.witness = witness.make(
                 store.value, store.node, store.stmt, reached=runner.path(), grad=store.grad,
                 kept=witness.KEPT_AFTER_RETURN, copied=_copied(f, store, facts, on_self))
@@ -505,6 +507,7 @@ def check(runner: ClassRunner) -> list[Finding]:
             out.append(f)
 
     runner.forward_reached = runner.run_forward(sink)
+    runner.run_public(sink, runner.forward_reached)
     out += runner.helper_findings
     # A store on a module object made during the call (``hyps = Hypotheses(...)``, passed to a
     # helper that fills it) that the class never keeps: deepcopy(model) cannot reach it.
@@ -552,7 +555,10 @@ def settle_arguments(findings: list[Finding], runners: dict, calls: dict) -> lis
         if f.data.get("value_kind") == ARG and not f.data.get("fed") and f.class_name in runners:
             runner = runners[f.class_name]
             origin = f.data.get("origin", "")
-            if _graph_at_call_sites(runner, origin, calls.get(f.class_name, ())):
+            if f.data.get("public_root"):  # the instance's calls are forward's: they say nothing of this method
+                _evidence(f, f"{origin}, which nothing shows to be an activation (a guess: opt-in GLF010)")
+                f = argument_only(f)
+            elif _graph_at_call_sites(runner, origin, calls.get(f.class_name, ())):
                 _evidence(f, f"{origin}, given a graph tensor where a module of this file calls {f.class_name}")
             elif is_layer(runner.imports, f.class_name):
                 _evidence(f, f"{origin}: {f.class_name} is chained after other layers (nn.Sequential, a ModuleList, "
@@ -639,7 +645,13 @@ def _describe(value) -> tuple[str, str]:
     return "may be", origin_text(value)
 
 
-def classify(store: Store, func: ast.FunctionDef, facts, class_name: str) -> Finding | None:
+def classify(store: Store, func: ast.FunctionDef, facts, class_name: str, after: str = "forward") -> Finding | None:
+    """The finding for one store (None: not one to report); ``after``: the root method that
+    made the store (``forward``, or a public method run as a root of its own)."""
+    finding_ = finding
+    if after != "forward":
+        def finding_(code, node, message, **extra):  # the message names the method that stored it
+            return finding(code, node, message.replace("after forward", f"after {after}()"), **extra)
     value = store.value
     if not (value.kind == GRAPH or (value.kind == ARG and store.grad)):
         return None
@@ -664,7 +676,7 @@ def classify(store: Store, func: ast.FunctionDef, facts, class_name: str) -> Fin
                 target = f"{store.text}.<{ast.unparse(name)}>"
             extra["attribute"] = target
         if buffer and target == f"{store.root}.{attr}" or (store.kind == "setattr" and buffer):
-            return finding(
+            return finding_(
                 "GLF004", store.node,
                 f"buffer '{target}' is reassigned from a tensor that {where} on the autograd graph ({origin}); "
                 f"the buffer then has a grad_fn and copy.deepcopy(model) will raise after forward{maybe}: "
@@ -673,7 +685,7 @@ def classify(store: Store, func: ast.FunctionDef, facts, class_name: str) -> Fin
             )
         if on_self and attr in facts.params and target == f"{store.root}.{attr}":
             return None  # nn.Module.__setattr__ refuses a non-Parameter here: a TypeError, not our bug
-        return finding(
+        return finding_(
             "GLF001", store.node,
             f"'{target}' keeps a tensor that {where} on the autograd graph ({origin}); "
             f"copy.deepcopy(model) will raise after forward{maybe}: use a local variable, or store .detach()",
@@ -681,7 +693,7 @@ def classify(store: Store, func: ast.FunctionDef, facts, class_name: str) -> Fin
         )
     if store.kind == "container":
         if buffer:
-            return finding(
+            return finding_(
                 "GLF004", store.node,
                 f"buffer '{target}' is updated in place with a tensor that {where} on the autograd graph ({origin}); "
                 f"the buffer then has a grad_fn and copy.deepcopy(model) will raise after forward{maybe}: "
@@ -690,7 +702,7 @@ def classify(store: Store, func: ast.FunctionDef, facts, class_name: str) -> Fin
             )
         how = "by " + (f".{store.method}()" if store.method not in ("__setitem__", "+=") else
                        ("item assignment" if store.method == "__setitem__" else "+="))
-        return finding(
+        return finding_(
             "GLF002", store.node,
             f"'{target}' is given a tensor that {where} on the autograd graph ({origin}) {how}; "
             f"copy.deepcopy(model) will raise after forward{maybe}: build the container in a local variable, "
@@ -698,7 +710,7 @@ def classify(store: Store, func: ast.FunctionDef, facts, class_name: str) -> Fin
             **extra,
         )
     if store.kind == "inplace" and buffer:
-        return finding(
+        return finding_(
             "GLF004", store.node,
             f"buffer '{target}' is updated in place (.{store.method}()) with a tensor that {where} on the autograd graph "
             f"({origin}); the buffer then has a grad_fn and copy.deepcopy(model) will raise after forward{maybe}: "
@@ -706,7 +718,7 @@ def classify(store: Store, func: ast.FunctionDef, facts, class_name: str) -> Fin
             **extra,
         )
     if store.kind == "register_buffer":
-        return finding(
+        return finding_(
             "GLF004", store.node,
             f"buffer registered from a tensor that {where} on the autograd graph ({origin}); "
             f"copy.deepcopy(model) will raise after forward{maybe}: register .detach() of it",
