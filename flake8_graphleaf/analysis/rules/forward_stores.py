@@ -475,6 +475,39 @@ class Net(nn.Module):
 """,
         ["GLF001"],
     ),
+    (
+        """
+import torch, torch.nn as nn
+class FewShot(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.backbone = nn.Linear(4, 4)
+    def process_support_set(self, images):  # public: users call it, with grad on, as forward
+        self.prototypes = self.backbone(images).mean(0)
+    def forward(self, query):
+        return -torch.cdist(self.backbone(query), self.prototypes[None])
+""",
+        ["GLF001"],
+    ),
+    (
+        """
+import torch, torch.nn as nn
+import lightning.pytorch as pl
+class FewShot(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.backbone = nn.Linear(4, 4)
+    def process_support_set(self, images):
+        self.prototypes = self.backbone(images).mean(0).detach()
+    def _refresh(self, images):  # private, and nothing calls it
+        self.cache = self.backbone(images)
+    def validation_step(self, batch, batch_idx):  # Lightning runs it under no_grad
+        self.val_out = self.backbone(batch)
+    def forward(self, query):
+        return -torch.cdist(self.backbone(query), self.prototypes[None])
+""",
+        [],
+    ),
 ]
 
 
