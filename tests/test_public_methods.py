@@ -38,8 +38,16 @@ def test_public_methods_are_roots_with_their_witness(tmp_path):
     assert "will raise after process_support_set()" in r.stdout
     r = _graphleaf("check", "--isolated", "--no-cache", "--output-format", "json", ".", cwd=tmp_path / "p")
     base = next(f for f in json.loads(r.stdout) if f["filename"].endswith("base.py"))
+    # the program copies it: the copy graph's finding, which names the copy, stands for the public root's
+    assert base["witness"]["reached"] == "module-level code -> episode() -> process_support_set()", base["witness"]
+    assert "copy.deepcopy(model) at episode.py:27" in base["message"]
+    # the library alone: the public method is the root
+    shutil.copytree(FIXTURE / "fewshot", tmp_path / "lib" / "fewshot")
+    r = _graphleaf("check", "--isolated", "--no-cache", "--output-format", "json", ".", cwd=tmp_path / "lib")
+    base = next(f for f in json.loads(r.stdout) if f["filename"].endswith("base.py"))
     assert base["witness"]["reached"].startswith("process_support_set() (a public method"), base["witness"]
     assert "self.backbone" in base["witness"]["source"] and base["witness"]["grad"] == "enabled"
+    assert "will raise after process_support_set()" in base["message"]
     # the argument-only store is opt-in; the no_grad and detached twins are never reported
     r = _graphleaf("check", "--isolated", "--no-cache", "--output-format", "concise", "--argument-stores", ".",
                    cwd=tmp_path / "p")

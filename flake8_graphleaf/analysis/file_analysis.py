@@ -140,6 +140,16 @@ def analyze_file(tree: ast.AST, source: str | None = None, options: Options | No
     for f in findings:
         # one call of a helper's method may keep tensors on several of its attributes: one each
         helper = f.attribute if f.data.get("kind") == "helper" else None
-        unique.setdefault((f.line, f.col, f.code, helper), f)
+        key = (f.line, f.col, f.code, helper)
+        seen = unique.setdefault(key, f)
+        if seen is not f and seen.class_name != f.class_name and _defines(classes.get(f.class_name), f.line):
+            # one store reported for a subclass and for the class whose method makes it: the
+            # latter's (its fix covers the subclasses too)
+            unique[key] = f
     result = sorted(unique.values(), key=lambda f: f.sort_key)
     return FileAnalysis(tree, source, result, classes, imports, module)
+
+
+def _defines(info, line: int) -> bool:
+    """Is ``line`` in the body of the class ``info`` (None: a class of no file here)?"""
+    return info is not None and info.node.lineno <= line <= (info.node.end_lineno or info.node.lineno)

@@ -142,6 +142,16 @@ class ProjectIndex:
             return [p for p in self.files() if needle in self.text(p) and whole.search(self.text(p))]
         return [p for p in self._with_word(word) if needle in self.text(p)]
 
+    def subclassing(self, name: str) -> list[str]:
+        """Files with a class statement that names ``name`` among its bases (``class
+        LULinear(CachedLinear):``, ``class B(base.A, Mixin):``)."""
+        key = ("subclassing", name)
+        if key not in self._answers:
+            found = re.compile(r"^[ \t]*class\s+\w+\s*\([^)]*(?<![\w])" + re.escape(name) + r"(?!\w)", re.M)
+            paths = self._with_word(name) if _IDENTIFIER.fullmatch(name) else self.files()
+            self._answers[key] = [p for p in paths if found.search(self.text(p))]
+        return list(self._answers[key])
+
     def _with_word(self, word: str) -> list[str]:
         if self._words is None:
             words: dict[str, list[str]] = {}

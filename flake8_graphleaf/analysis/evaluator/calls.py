@@ -404,6 +404,12 @@ class CallSemantics:
             result = self.on_helper(meth, "__call__", pos, kw, node, self.grad)  # self.scorer(hyp, ref)
             if result is not None:
                 return result
+        if facts is not None and meth in facts.bound_methods and self.on_method is not None:
+            # self.state_function(x) with self.state_function = self._base_sub: the bound
+            # methods run on this object (each one the class binds there; their results joined)
+            results = [self.on_method(m, pos, kw, self.grad) for m in sorted(facts.bound_methods[meth])]
+            if results and all(r is not None for r in results):
+                return join(*results)
         if facts is not None and (meth in facts.functional or meth in facts.plain):
             return self.computed(NOTHING, everything)
         if facts is not None and (meth in facts.submodules or self.self_attrs.get(meth, NOTHING).kind == MODULE):

@@ -31,7 +31,7 @@ def is_forward_root(name: str, info: ClassInfo) -> bool:
 
 
 # Lightning's loops run these under torch.no_grad() / inference_mode: a store there has no history.
-_LIGHTNING_NO_GRAD = re.compile(r"^(validation|test|predict)_step$|^on_(validation|test|predict)_")
+_LIGHTNING_NO_GRAD = re.compile(r"^(validation|val|test|predict)_step$|^(validation|val|test|predict)_epoch_end$|^on_(validation|test|predict)_")
 # Methods nn.Module's own machinery (or Python's) calls, not users: deepcopy, pickling, repr.
 _NOT_PUBLIC = frozenset({"extra_repr", "train", "eval", "state_dict", "load_state_dict", "parameters",
                          "named_parameters", "buffers", "named_buffers", "children", "modules", "named_modules",
@@ -58,7 +58,7 @@ def public_roots(info: ClassInfo, reached: set[str]) -> list[str]:
     for name, func in methods.items():
         if name.startswith("_") or name in reached or name in referred or name in _NOT_PUBLIC:
             continue
-        if is_forward_root(name, info) or (info.is_lightning and _LIGHTNING_NO_GRAD.search(name)):
+        if is_forward_root(name, info) or _LIGHTNING_NO_GRAD.search(name):
             continue
         if _decorators(func) & {"property", "staticmethod", "classmethod", "abstractmethod", "setter", "cached_property"}:
             continue
@@ -423,6 +423,11 @@ class ClassRunner:
         func = self.info.facts.methods.get(name)
         if name in self._skip:
             return None
+        if name == "update" and self.info.is_metric:
+            # Metric wraps update() in set_grad_enabled(_enable_grad); forward turns it on for the
+            # batch alone and then merges the tensor states back under no_grad, so what update()
+            # leaves on the states is what it leaves with grad off (list states keep their inputs).
+            grad = False
         if func is None:
             return self._call_inherited(name, pos, kw, grad)
         if name == "compute" and self.info.is_metric and _abstract(func):
@@ -430,11 +435,43 @@ class ClassRunner:
             # (``_enable_grad = True``): whatever compute() a subclass defines gets the batch's
             # history whenever it is differentiable in its inputs (MSE, a mean, a correlation).
             return Value(GRAPH, "compute() over the batch given to forward") if grad and self._batch.kind == GRAPH else NOTHING
+        if _abstract(func):
+            found = self._call_override(name, pos, kw, grad)
+            if found is not None:
+                return found
         result = self._run_once(name, func, pos, kw, grad)
         if result is not None and func.returns is not None and non_tensor_annotation(func.returns, scalars=True):
             return NOTHING  # def _model_name(self, model) -> str | None: its stores count, its result is no tensor
         return result
 
+
+    def _call_override(self, name: str, pos: list[Value], kw: dict[str, Value], grad: bool) -> Value | None:
+        """``self.name(...)`` of a method this class leaves abstract (``raise NotImplementedError``),
+        which subclasses in other files define (``LULinear.weight()``): ``self`` is one of them,
+        so the call gives what their methods give, run on an object of each, joined; None when
+        the program shows none. Their own stores are their files' to report."""
+        if self.depth > 1 or self._building:
+            return None
+        from ..program.helper_objects import overrides
+
+        subs = overrides(self.imports, self.info, name)
+        if not subs:
+            return None
+        key = ("override", name, tuple(_memo_kind(v) for v in pos), tuple(sorted((k, _memo_kind(v)) for k, v in kw.items())), grad)
+        if key in self._memo:
+            return self._memo[key]
+        self._memo[key] = None
+        results = []
+        for info, imports, module_classes in subs[:8]:
+            runner = ClassRunner(info, imports, module_classes, depth=self.depth + 1)
+            value = runner.run_with(info.facts.methods[name], pos, kw, lambda store, f: None, grad)
+            if value is not None and value.kind == GRAPH:  # its steps are in the other file: named, not listed
+                value = Value(GRAPH, f"{value.origin}, in {info.node.name}.{name}()", value.items, value.cls, (),
+                              value.guess, value.keys)
+            results.append(value if value is not None else NOTHING)
+        out = join(*results)
+        self._memo[key] = out
+        return out
 
     def _call_inherited(self, name: str, pos: list[Value], kw: dict[str, Value], grad: bool) -> Value | None:
         """``self.name(...)`` of a method a base class in another file defines: run on this

@@ -185,3 +185,41 @@ def inherited_method(imports, info: ClassInfo, name: str, depth: int = 0):
         if deeper is not None:
             return deeper
     return None
+
+
+def overrides(imports, info: ClassInfo, name: str, limit: int = 30) -> list[tuple[ClassInfo, object, set[str]]]:
+    """The subclasses, in other files of the program, of this file's class ``info`` that define
+    the method ``name`` (which ``info`` leaves abstract): [(class info, its file's ImportMap, its
+    file's module classes)]. ``self.weight()`` in a base class's ``forward`` runs one of them, on
+    an object of that subclass. Empty when the class's name is in more than ``limit`` files (the
+    cost stays bounded) or the program has no index."""
+    current = getattr(imports, "current", None)
+    project = getattr(imports, "project", None)
+    index = getattr(project, "index", None)
+    module = getattr(imports, "module", None)
+    if current is None or index is None or not module or not hasattr(project, "parsed_path"):
+        return []
+    memo = current.memo.setdefault("overrides", {})
+    key = (info.node.name, name)
+    if key in memo:
+        return memo[key]
+    memo[key] = []
+    qual = f"{module}.{info.node.name}"
+    finder = getattr(index, "subclassing", None)
+    paths = [p for p in (finder(info.node.name) if finder else []) if p != getattr(current, "path", None)]
+    out = []
+    if len(paths) <= limit:
+        for path in paths:
+            parsed = project.parsed_path(path)
+            if parsed is None or parsed is current:
+                continue
+            classes, module_classes = file_classes(parsed)
+            for sub in classes.values():
+                if qual in sub.facts.bases and name in sub.facts.methods and name not in _own_copy_names(sub):
+                    out.append((sub, parsed.imports, module_classes))
+    memo[key] = out
+    return out
+
+
+def _own_copy_names(info: ClassInfo) -> set[str]:
+    return set(COPY_PROTOCOL) if copies_itself(info) else set()

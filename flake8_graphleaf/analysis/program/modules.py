@@ -69,6 +69,9 @@ class ClassFacts:
         # attributes some method binds to a function of the program (``self._build_nn =
         # build_mlp``, a def of the method or of the file): callables, whatever else is assigned
         self.callables: set[str] = set()
+        # attributes bound to the object's own methods (``self.state_function = self._base_sub``,
+        # one per branch): calling ``self.state_function(x)`` runs those methods
+        self.bound_methods: dict[str, set[str]] = {}
         self.given_settled = False
         # attr -> the literal it holds whenever training runs forward (flags.settled), once settled
         self.flags = None  # a flags.Settled
@@ -260,6 +263,8 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
         f.injected |= base.injected
         f.given_models |= base.given_models
         f.callables |= base.callables
+        for k, q in base.bound_methods.items():
+            f.bound_methods.setdefault(k, set()).update(q)
         f.bases += [q for q in base.bases if q not in f.bases]  # ancestors in other files, through this file's bases
         for k, q in base.wraps.items():
             f.wraps.setdefault(k, set()).update(q)
@@ -317,10 +322,12 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
                     _classify(f, t.attr, value, imports, module_classes, init_args, node.lineno)
                     if isinstance(value, ast.Name) and nested is None:
                         nested = _nested_defs(method)
-                    if (isinstance(value, ast.Name) and _names_function(value.id, nested, imports)) or (
-                            isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name)
-                            and value.value.id == self_name and value.attr in f.methods):
-                        f.callables.add(t.attr)  # self._build_nn = build_mlp / self.build_mlp: a def of the program
+                    if isinstance(value, ast.Name) and _names_function(value.id, nested, imports):
+                        f.callables.add(t.attr)  # self._build_nn = build_mlp: a def of the program
+                    bound = _own_methods(value, self_name, f.methods)  # self.build_mlp, self._a if c else self._b
+                    if bound:
+                        f.callables.add(t.attr)
+                        f.bound_methods.setdefault(t.attr, set()).update(bound)
                     if isinstance(value, ast.Name) and method.name == "__init__":
                         if made_here is None:
                             made_here = _local_instances(method, imports, module_classes)
@@ -333,6 +340,15 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
                         f.injected.add(t.attr)
     # a parameter made or set with requires_grad=False that no method of the class turns on again
     f.frozen = (f.frozen | (frozen_off & f.params)) - frozen_on
+
+
+def _own_methods(value: ast.AST, self_name: str, methods: dict) -> set[str]:
+    """The methods of the object that ``value`` binds (``self._base_sub``, or each side of
+    ``self._a if c else self._b``), or the empty set when it is anything else."""
+    sides = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
+    names = {s.attr for s in sides if isinstance(s, ast.Attribute) and isinstance(s.value, ast.Name)
+             and s.value.id == self_name and s.attr in methods}
+    return names if len(names) == len({id(s) for s in sides}) else set()
 
 
 def _names_function(name: str, nested: set[str], imports: ImportMap) -> bool:

@@ -185,8 +185,12 @@ def settle(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
     A class-level store that every run of the program clears again before it ends or copies
     (``self.defunc.dxds = None`` after the solver's calls) goes to GLF010 (kept if ``opt_in``)."""
     new, judged, cleared = _check(tree, imports, classes, module_classes, findings, source, reuse)
+    # a public method's store that a copy of the program reaches: the copy graph's finding names the copy
+    named = {(f.line, f.col, f.code) for f in new if f.data.get("kind") == "copy-graph"}
     kept = []
     for f in findings:
+        if f.data.get("public_root") and (f.line, f.col, f.code) in named:
+            continue
         if f.code == "GLF202" and judged.get((f.line, f.col)) is False:
             continue
         line = f.line if f.code in CLEARABLE else f.data.get("cause_line") if (
@@ -224,7 +228,7 @@ def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
         return [], judged, cleared
     module = getattr(imports.current, "name", "")
     # a store another rule reports already (GLF005 at construction, GLF002 of a helper) is not reported twice
-    taken = {(f.line, f.col) for f in findings if f.code in STORES}
+    taken = {(f.line, f.col) for f in findings if f.code in STORES and not f.data.get("public_root")}
     copied_sites = {(f.line, f.col) for f in findings if f.code in ("GLF202", "GLF301", "GLF201")}
     out: list[Finding] = []
     stores: dict[tuple, Finding] = {}

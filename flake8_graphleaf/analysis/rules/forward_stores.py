@@ -508,6 +508,43 @@ class FewShot(pl.LightningModule):
 """,
         [],
     ),
+    (
+        # a method held in an attribute (one per reset mode): calling it runs the method
+        """
+import torch, torch.nn as nn
+class Neuron(nn.Module):
+    def __init__(self, reset="subtract"):
+        super().__init__()
+        self.w = nn.Parameter(torch.ones(4))
+        self.register_buffer("mem", torch.zeros(4))
+        self.state_function = self._sub if reset == "subtract" else self._zero
+    def _sub(self, x):
+        return self.w * self.mem + x - 1.0
+    def _zero(self, x):
+        return self.w * x
+    def forward(self, x):
+        self.mem = self.state_function(x)
+        return self.mem
+""",
+        ["GLF004"],
+    ),
+    (
+        """
+import torch, torch.nn as nn
+class Neuron(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.ones(4))
+        self.register_buffer("mem", torch.zeros(4))
+        self.state_function = self._step
+    def _step(self, x):
+        return (self.w * self.mem + x).detach()
+    def forward(self, x):
+        self.mem = self.state_function(x)
+        return self.w * self.mem
+""",
+        [],
+    ),
 ]
 
 
