@@ -59,7 +59,7 @@ class CallSemantics:
             return NOTHING
         if qual is not None and (is_torch_name(qual) or qual.startswith("copy.")):
             return self._torch_call(node, qual, pos, kw, everything)
-        if isinstance(func, ast.Name) and func.id not in self.env:
+        if isinstance(func, ast.Name) and self.name_value(func.id) is None:
             known = self._project_call(node, func, qual, pos, kw)
             if known is not None:
                 return known
@@ -239,7 +239,7 @@ class CallSemantics:
     def _name_call(self, node, name, pos, kw, everything) -> Value:
         if name == self.self_name and self.facts is not None and self.facts.is_module:
             return self._self_call(node, "forward", pos, kw, everything)
-        local = self.env.get(name)
+        local = self.name_value(name)
         if local is not None:
             if local.kind == MODULE and self.building:
                 return local  # a module class or factory called while building

@@ -181,8 +181,13 @@ class Evaluator(CallSemantics):
             self.eval(c)
         return NOTHING
 
+    def name_value(self, name: str) -> Value | None:
+        """What the name holds where it is read (a function's run also sees its closure's and the
+        module's names: heap.Frame), or None where nothing binds it."""
+        return self.env.get(name)
+
     def eval_Name(self, node: ast.Name) -> Value:
-        v = self.env.get(node.id)
+        v = self.name_value(node.id)
         if v is not None:
             return v
         if node.id == self.self_name:

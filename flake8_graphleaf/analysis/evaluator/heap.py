@@ -130,6 +130,9 @@ class Program:
         self.values: dict[tuple, Value] = {}  # (atom, attr) -> the Value last stored
         self.held: dict[tuple, frozenset] = {}  # (atom, attr) -> the atoms it holds
         self.kept: dict[tuple, Kept] = {}  # (atom, attr) -> the graph tensor kept there
+        # where the objects of each class are made ((path, line, col) of the calls): a class made
+        # at several places is several objects under one atom (a recorder and its clean twin)
+        self.made_at: dict[str, set] = {}
         self.functions: dict = {}  # key -> (FunctionDef, enclosing frame or None, FileContext)
         self.partials: dict = {}  # key -> (callee types, positional values, positional types)
         self.hooks: list = []  # pending hook registrations: (types, frame)
@@ -307,6 +310,11 @@ class Program:
                                       frame.func.name if frame.func is not None else "", root,
                                       atom == frame.self_atom and root == frame.self_name)
             elif direct:
+                taken = self.kept.get(key)
+                root = target.split(".", 1)[0].split("[", 1)[0]
+                if taken is not None and atom[0] == "obj" and len(self.made_at.get(atom[1], ())) > 1 and (
+                        taken.root != root and root != frame.self_name):
+                    continue  # another object of the class, through another name, may be the one reset
                 taken = self.kept.pop(key, None)
                 if taken is not None and taken.node is not node:
                     # a reset is another statement: the storing line run again with grad off
@@ -418,6 +426,22 @@ class Frame(Evaluator):
         return " -> ".join(reversed(names))
 
     # -- what names hold ----------------------------------------------------------
+    def name_value(self, name: str) -> Value | None:
+        """A name the function does not bind is its closure's, else the module's global as it is
+        when the call runs (``out = net(x)`` in a function the script calls after ``net = ...``)."""
+        v = self.env.get(name)
+        if v is not None or name == self.self_name:
+            return v
+        f = self.closure
+        while f is not None:
+            if name in f.env:
+                return f.env[name]
+            f = f.closure
+        module = getattr(self.program, "module_frame", None)
+        if module is not None and module is not self and self.ctx.path == self.program.path:
+            return module.env.get(name)
+        return None
+
     def name_types(self, name: str) -> frozenset:
         f = self
         while f is not None:
@@ -559,7 +583,7 @@ class Frame(Evaluator):
             return NOTHING
         if attr in _HOOKS and node.args:
             recv = self.eval(func.value)
-            for a in node.args[1:]:
+            for a in node.args:  # the hook too: functools.partial(save, "l") makes its object here
                 self.eval(a)
             if recv.kind in (MODULE, LEAF) or flatten(self.types_of(func.value)):
                 self.program.hooks.append((self.types_of(node.args[0]), self, attr))
@@ -693,6 +717,9 @@ class Frame(Evaluator):
         if callee[0] == "class":
             key = callee[1]
             atom = ("obj", key)
+            made = getattr(self, "calling", None)
+            if made is not None:
+                program.made_at.setdefault(key, set()).add((self.ctx.path, made.lineno, made.col_offset))
             info = program.class_info(key)
             ctx = program.classes[key][1] if info is not None else None
             if info is not None and info.facts.is_module and program.modes.get(atom) is not True:
@@ -916,7 +943,15 @@ class HeapWalker(Walker):
         ) else frozenset({f.self_atom})
         for atom in holders:
             if atom[0] in ("obj", "alloc"):
-                f.program.held[(atom, target.attr)] = flatten(types)
+                key = (atom, target.attr)
+                if (atom[0] == "obj" and len(f.program.made_at.get(atom[1], ())) > 1 and key in f.program.held
+                        and not (isinstance(target.value, ast.Name) and target.value.id == f.self_name)):
+                    # objects of a class made at several places share the atom: set through a name
+                    # (not by a method on its own object), another of them may still hold what it
+                    # held (model.acts = acts; clean_model.acts = clean_acts)
+                    f.program.held[key] = f.program.held[key] | flatten(types)
+                else:
+                    f.program.held[key] = flatten(types)
 
     def call_statement(self, call: ast.Call, stmt) -> None:
         func = call.func

@@ -232,6 +232,7 @@ def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
     copied_sites = {(f.line, f.col) for f in findings if f.code in ("GLF202", "GLF301", "GLF201")}
     out: list[Finding] = []
     stores: dict[tuple, Finding] = {}
+    own_sites: set[tuple] = set()  # the copy sites reported here
     for sink in sinks:
         node = sink.node
         if sink.kind == "copy-arg":
@@ -239,8 +240,13 @@ def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
             continue
         if sink.path == here:
             if (node.lineno, node.col_offset) in copied_sites:
+                if (node.lineno, node.col_offset) in own_sites:
+                    # the site is reported once (a copy helper called with several objects); the
+                    # stores each of its calls meets are reported each
+                    _stores(sink, here, taken, stores, module, classes)
                 continue
             copied_sites.add((node.lineno, node.col_offset))
+            own_sites.add((node.lineno, node.col_offset))
         else:
             _stores(sink, here, taken, stores, module, classes)
             continue
