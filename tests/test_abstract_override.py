@@ -15,17 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from _cli import codes as _codes
+from _cli import graphleaf as _graphleaf
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "fixtures" / "projects" / "abstract_override"
 
 
-def _graphleaf(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "flake8_graphleaf", *args], capture_output=True, text=True,
-                          timeout=300, cwd=cwd)
-
-
-def _codes(out: str) -> list[str]:
-    return sorted(" ".join(line.split(" ", 2)[:2]) for line in out.splitlines() if ": GLF" in line)
 
 
 def test_the_base_store_is_reported_naming_the_subclass(tmp_path):

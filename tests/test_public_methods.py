@@ -14,6 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from _cli import codes as _codes
+from _cli import graphleaf as _graphleaf
+
 from _imported import deepcopy_works, imported
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -21,13 +24,6 @@ FIXTURE = ROOT / "fixtures" / "projects" / "public_methods"
 EXPECTED = ["./episode.py:27:16: GLF202", "./fewshot/base.py:19:9: GLF001", "./fewshot/relation.py:9:9: GLF001"]
 
 
-def _graphleaf(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "flake8_graphleaf", *args], capture_output=True, text=True,
-                          timeout=300, cwd=cwd)
-
-
-def _codes(out: str) -> list[str]:
-    return sorted(" ".join(line.split(" ", 2)[:2]) for line in out.splitlines() if ": GLF" in line)
 
 
 def test_public_methods_are_roots_with_their_witness(tmp_path):
