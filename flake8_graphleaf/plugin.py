@@ -7,6 +7,8 @@ from typing import Iterator
 
 from . import __version__
 from .analysis import Options, analyze_tree
+from .analysis.confidence import LEVELS, RETIRED
+from .analysis.noqa import is_silenced, noqa_map
 from .project.resolver import shared_resolver
 
 
@@ -15,7 +17,7 @@ class GraphLeafChecker:
     version = __version__
     module_bases: frozenset[str] = frozenset()
 
-    argument_stores: bool = False
+    confidence: str = "high"
 
     def __init__(self, tree: ast.AST, lines: list[str], filename: str = "stdin"):
         self.tree = tree
@@ -33,12 +35,19 @@ class GraphLeafChecker:
             "e.g. MyFrameworkModule,mylib.BaseNet.",
         )
         parser.add_option(
+            "--graphleaf-confidence",
+            default="high",
+            parse_from_config=True,
+            choices=list(LEVELS),
+            help="The lowest confidence level to report: high (the default: only what is proven), "
+            "medium (one step of the witness taken on trust) or low (all).",
+        )
+        parser.add_option(
             "--graphleaf-argument-stores",
             action="store_true",
             default=False,
             parse_from_config=True,
-            help="Also report GLF010: stores whose only evidence is a forward argument that reaches "
-            "no learnable computation (off by default).",
+            help="The same as --graphleaf-confidence=low (the retired opt-in code GLF010).",
         )
 
     @classmethod
@@ -47,16 +56,27 @@ class GraphLeafChecker:
         if isinstance(bases, str):
             bases = [b.strip() for b in bases.split(",")]
         cls.module_bases = frozenset(b for b in bases if b)
-        cls.argument_stores = bool(getattr(options, "graphleaf_argument_stores", False))
+        level = str(getattr(options, "graphleaf_confidence", None) or "high").strip().lower()
+        named = [*(getattr(options, "select", None) or ()), *(getattr(options, "extend_select", None) or ()),
+                 *(getattr(options, "extended_default_select", None) or ())]
+        if getattr(options, "graphleaf_argument_stores", False) or any(str(c).upper() == RETIRED for c in named):
+            level = "low"  # the retired opt-in code named: its findings are the lower levels
+        cls.confidence = level if level in LEVELS else "high"
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         source = "".join(self.lines)
         try:
             place = shared_resolver().options_for(self.filename) if self.filename not in ("stdin", "-") else {}
-            options = Options(module_bases=self.module_bases, argument_stores=self.argument_stores, **place)
+            options = Options(module_bases=self.module_bases, confidence=self.confidence, **place)
             findings = analyze_tree(self.tree, source, options)
         except RecursionError:
             yield 1, 0, "GLF900 flake8-graphleaf could not analyse this file: it nests too deeply", type(self)
             return
+        noqa = None
         for f in findings:
+            if f.confidence != "high":
+                # a '# noqa: GLF010' written for the retired code of the lower levels
+                noqa = noqa_map(source) if noqa is None else noqa
+                if is_silenced(RETIRED, f.line, noqa):
+                    continue
             yield f.line, f.col, f.text(), type(self)

@@ -81,8 +81,9 @@ def test_an_edited_dependency_invalidates_the_entry(tmp_path):
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     (pkg / "base.py").write_text("import torch.nn as nn\n\n\nclass Base(nn.Module):\n    pass\n")
-    (pkg / "m.py").write_text("from .base import Base\n\n\nclass M(Base):\n    def forward(self, x):\n"
-                              "        self.out = self.fc(x)\n        return self.out\n")
+    (pkg / "m.py").write_text("import torch.nn as nn\n\nfrom .base import Base\n\n\nclass M(Base):\n"
+                              "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(2, 2)\n\n"
+                              "    def forward(self, x):\n        self.out = self.fc(x)\n        return self.out\n")
     first = run("check", "--output-format", "concise", "pkg/m.py", cwd=tmp_path)
     assert first.returncode == 1 and "GLF001" in first.stdout
     (pkg / "base.py").write_text("class Base:\n    pass\n")  # no longer a module

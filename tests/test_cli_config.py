@@ -105,10 +105,15 @@ def test_command_line_wins_over_config(tmp_path):
 
 
 FRAMEWORK = """\
+import torch.nn as nn
 from mylib import FrameworkModule
 
 
 class Net(FrameworkModule):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Linear(2, 2)
+
     def step(self, x):
         return x
 

@@ -18,7 +18,7 @@ from .program.grad_mode import eval_call_with_grad
 from .program.imports import ImportMap
 from .program.project_view import ParsedModule, ProjectView
 from .program.modules import collect_classes
-from .rules import ARGUMENT_ONLY
+from . import confidence
 from .rules import construction, copy_graph, deepcopy_calls, forward_stores, function_roots, hooks, legacy_norm, process_boundary, pruning
 from .evaluator.scopes import ClassRunner
 
@@ -36,9 +36,9 @@ class Options:
     module: str | None = None
     is_package: bool = False
     project: ProjectView | None = field(default=None, compare=False)
-    # Also report stores whose only evidence is a forward argument that reaches no learnable
-    # computation, as GLF010 (off by default: the default selection is the precise one).
-    argument_stores: bool = False
+    # The lowest confidence level reported (analysis/confidence.py): "high" (the default: only
+    # what is proven), "medium" or "low".
+    confidence: str = confidence.DEFAULT
     # The file's path (a top-level module it imports is looked up next to it first, as Python does).
     path: str | None = field(default=None, compare=False)
 
@@ -73,7 +73,7 @@ def findings_of(parsed: ParsedModule, project: ProjectView | None, module_bases:
     if "file_analysis" not in memo:
         memo["file_analysis"] = FileAnalysis(parsed.tree, None, [])  # while it runs (a cycle of copies)
         options = Options(module_bases=module_bases, module=parsed.name, is_package=parsed.path.endswith("__init__.py"),
-                          project=project, path=parsed.path)
+                          project=project, path=parsed.path, confidence="low")  # a copy here takes its cause's level
         memo["file_analysis"] = analyze_file(parsed.tree, None, options)
     return memo["file_analysis"]
 
@@ -125,28 +125,34 @@ def analyze_file(tree: ast.AST, source: str | None = None, options: Options | No
         findings += pruning.check(tree, imports)
     if source is None or any(m in source for m in ("__getstate__", "__deepcopy__", "__reduce")):
         findings = drop_covered(findings, classes)
+    for f in findings:
+        confidence.note_assumed(f)  # before the copy sites and the copy graph weigh the stores
     if source is None or any(w in source for w in deepcopy_calls.WORDS):
         findings += deepcopy_calls.check(tree, imports, classes, module_classes, findings, source)
-    if not options.argument_stores:
-        findings = [f for f in findings if f.code != ARGUMENT_ONLY]
     if source is None or any(w in source for w in process_boundary.WORDS):
         findings += process_boundary.check(tree, imports, module_classes, source)
     # also without a copy of its own: another file may copy its objects
     # the copy graph's runs are shared between the files of one process, unless this file's classes
     # were collected with extra module bases that another file's run of it would not know
+    for f in findings:
+        confidence.note_assumed(f)
     findings = copy_graph.settle(tree, imports, classes, module_classes, findings, source,
-                                 reuse=not options.module_bases, opt_in=options.argument_stores)
+                                 reuse=not options.module_bases)
     unique: dict[tuple, Finding] = {}
     for f in findings:
+        confidence.settle(f)
         # one call of a helper's method may keep tensors on several of its attributes: one each
         helper = f.attribute if f.data.get("kind") == "helper" else None
         key = (f.line, f.col, f.code, helper)
         seen = unique.setdefault(key, f)
-        if seen is not f and seen.class_name != f.class_name and _defines(classes.get(f.class_name), f.line):
+        if seen is not f and confidence.better(f, seen):
+            unique[key] = f  # the same store proven by another path (the copy graph's run)
+        elif seen is not f and seen.class_name != f.class_name and _defines(classes.get(f.class_name), f.line):
             # one store reported for a subclass and for the class whose method makes it: the
             # latter's (its fix covers the subclasses too)
             unique[key] = f
-    result = sorted(unique.values(), key=lambda f: f.sort_key)
+    result = sorted((f for f in unique.values() if confidence.selected(f.confidence, options.confidence)),
+                    key=lambda f: f.sort_key)
     return FileAnalysis(tree, source, result, classes, imports, module)
 
 

@@ -90,6 +90,10 @@ class Finding:
     witness: dict | None = field(default=None, compare=False, repr=False)
     # Extra facts a fixer needs (kept out of the message).
     data: dict = field(default_factory=dict, compare=False, repr=False)
+    # The steps of the witness taken on trust ({"kind", "text"} each; analysis/confidence.py) and
+    # the level they give: high (none that lowers it), medium (one), low (several).
+    trust: list = field(default_factory=list, compare=False, repr=False)
+    confidence: str = field(default="high", compare=False)
 
     @property
     def sort_key(self) -> tuple[int, int, str]:

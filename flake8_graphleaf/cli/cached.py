@@ -14,6 +14,7 @@ def finding_to_json(f: Finding) -> dict:
         "code": f.code, "line": f.line, "col": f.col, "message": f.message,
         "end_line": f.end_line, "end_col": f.end_col,
         "class_name": f.class_name, "attribute": f.attribute, "witness": f.witness,
+        "trust": f.trust, "confidence": f.confidence,
         "fix": None if f.fix is None else {
             "applicability": f.fix.applicability,
             "description": f.fix.description,
@@ -29,6 +30,7 @@ def finding_from_json(d: dict, rebuild=None) -> Finding:
         code=d["code"], line=d["line"], col=d["col"], message=d["message"],
         end_line=d.get("end_line"), end_col=d.get("end_col"),
         class_name=d.get("class_name"), attribute=d.get("attribute"), witness=d.get("witness"),
+        trust=list(d.get("trust") or ()), confidence=d.get("confidence", "high"),
     )
     if fix is not None:
         edits = fix["edits"]

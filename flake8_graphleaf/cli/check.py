@@ -35,7 +35,7 @@ def _findings_key(data: bytes, settings: Settings, codes: tuple[str, ...], optio
     # on a hit (_deps_ok).
     return cache_key(data, sorted(settings.module_bases), codes, sys.version_info[:2],
                      getattr(options, "module", None), getattr(options, "is_package", False),
-                     getattr(options, "argument_stores", False), getattr(options, "path", None))
+                     getattr(options, "confidence", "high"), getattr(options, "path", None))
 
 
 def _stamp(path: str | None):
@@ -104,7 +104,7 @@ def _analyse(src: Source, path: str, settings: Settings, codes: tuple[str, ...],
     if not findings:
         return [], None
     noqa = noqa_map(src.text)
-    return [f for f in findings if not is_silenced(f.code, f.line, noqa)], None
+    return [f for f in findings if not is_silenced(f.code, f.line, noqa) and settings.keeps(f, path, noqa)], None
 
 
 def _rebuilder(data: bytes, path: str, settings: Settings, codes: tuple[str, ...], options):

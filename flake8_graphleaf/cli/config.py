@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..analysis import Options
+from ..analysis.confidence import RETIRED, check_level
+from ..analysis.noqa import is_silenced
 from ..analysis.rules import all_rules
 from ..project.resolver import shared_resolver
 
@@ -27,7 +29,7 @@ DEFAULT_EXCLUDE = (
 
 KEYS = {
     "select", "ignore", "extend-select", "unsafe-fixes", "module-bases", "exclude", "extend-exclude",
-    "per-file-ignores", "respect-gitignore", "argument-stores",
+    "per-file-ignores", "respect-gitignore", "argument-stores", "confidence",
 }
 
 
@@ -100,7 +102,9 @@ class Settings:
     extend_select: list[str] = field(default_factory=list)
     unsafe_fixes: bool = False
     module_bases: frozenset[str] = frozenset()
-    argument_stores: bool = False  # also report GLF010 (stores whose only evidence is an argument)
+    # The lowest confidence level reported (high: only what is proven). The retired opt-in code
+    # GLF010 (argument-stores = true, or GLF010 named in select / extend-select) means "low".
+    confidence: str = "high"
     exclude: list[str] = field(default_factory=lambda: list(DEFAULT_EXCLUDE))
     extend_exclude: list[str] = field(default_factory=list)
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
@@ -137,15 +141,24 @@ class Settings:
     def analysis_options(self, path: str) -> Options:
         """The analysis options for one file: the settings, and the file's place in the project
         (its module name and the process's whole-program view)."""
-        return Options(module_bases=self.module_bases, argument_stores=self.argument_stores,
+        return Options(module_bases=self.module_bases, confidence=self.confidence,
                        **shared_resolver().options_for(path))
+
+    def keeps(self, finding, path: str, noqa: dict | None = None) -> bool:
+        """Whether a finding below ``high`` survives the retired code GLF010 named in ``ignore``,
+        ``per-file-ignores`` or a ``# noqa: GLF010`` (they meant the lower levels)."""
+        if getattr(finding, "confidence", "high") == "high":
+            return True
+        if RETIRED in self.ignore + self.ignored_for(path):
+            return False
+        return noqa is None or not is_silenced(RETIRED, finding.line, noqa)
 
     def wanted_for(self, path: str):
         extra = self.ignored_for(path)
         if not extra:
             return self.enabled
         narrowed = Settings(self.root, select=self.select, extend_select=self.extend_select,
-                            ignore=self.ignore + extra)
+                            ignore=self.ignore + [c for c in extra if c != RETIRED])
         return narrowed.enabled
 
 
@@ -184,7 +197,18 @@ def from_table(table: dict, root: Path, config_file: Path | None) -> Settings:
         if value is not None:
             if not isinstance(value, bool):
                 raise ConfigError(f"{config_file}: [tool.graphleaf] {key} must be true or false")
+            if key == "argument-stores":  # the retired switch of GLF010: the lower levels
+                if value:
+                    s.confidence = "low"
+                continue
             setattr(s, key.replace("-", "_"), value)
+    if get("confidence") is not None:
+        try:
+            s.confidence = check_level(get("confidence"), f"{config_file}: [tool.graphleaf]")
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+    if RETIRED in s.select + s.extend_select:
+        s.confidence = "low"
     if get("module-bases") is not None:
         s.module_bases = frozenset(_strings(get("module-bases"), "module-bases"))
     if get("exclude") is not None:
@@ -271,6 +295,15 @@ def from_flake8(path: Path) -> Settings:
     bases = section.get("graphleaf-module-bases", "")
     if bases.strip():
         s.module_bases = frozenset(b.strip() for b in bases.replace("\n", ",").split(",") if b.strip())
+    if section.get("graphleaf-argument-stores", "").strip().lower() in ("1", "true", "yes", "on"):
+        s.confidence = "low"
+    if section.get("graphleaf-confidence", "").strip():
+        try:
+            s.confidence = check_level(section["graphleaf-confidence"], f"{path}: [flake8] graphleaf-confidence")
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+    if RETIRED in s.select + s.extend_select:
+        s.confidence = "low"
     return s
 
 

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from .. import __version__
+from ..analysis.confidence import LEVELS, RETIRED
 from ..analysis.rules import all_rules
 from ..project.cache import DIR_NAME, Cache
 from .config import ConfigError, Settings, check_codes, load
@@ -47,8 +48,11 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     files.add_argument("--no-respect-gitignore", action="store_true", help="check files that .gitignore ignores")
     files.add_argument("--module-bases", type=lambda s: [x.strip() for x in s.split(",") if x.strip()],
                        help="more base classes whose subclasses are torch modules (MyBase,mylib.Net)")
-    files.add_argument("--argument-stores", action="store_true", default=None,
-                       help="also report GLF010: stores whose only evidence is a forward argument")
+    sel.add_argument("--confidence", choices=LEVELS, default=None,
+                     help="the lowest confidence level to report: high (the default: only what is proven), "
+                          "medium (one step taken on trust), low (all)")
+    sel.add_argument("--argument-stores", action="store_true", default=None,
+                     help="the same as --confidence low (the retired opt-in code GLF010)")
     files.add_argument("--stdin-filename", help="the name of the file read from stdin (for config and messages)")
     files.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     files.add_argument("--cache-dir", type=Path, default=None,
@@ -151,7 +155,11 @@ def settings_from(args) -> Settings:
     if args.module_bases is not None:
         s.module_bases = frozenset(args.module_bases)
     if args.argument_stores:
-        s.argument_stores = True
+        s.confidence = "low"
+    if RETIRED in (args.select or []) + (args.extend_select or []):
+        s.confidence = "low"
+    if args.confidence is not None:
+        s.confidence = args.confidence
     return s
 
 
@@ -189,6 +197,7 @@ def show_settings(args, settings: Settings) -> int:
         ("ignore", ", ".join(settings.ignore)),
         ("per-file-ignores", "; ".join(f"{k} = {', '.join(v)}" for k, v in settings.per_file_ignores.items())),
         ("enabled rules", ", ".join(c for c in all_rules() if settings.enabled(c))),
+        ("confidence", settings.confidence),
         ("unsafe-fixes", str(settings.unsafe_fixes).lower()),
         ("module-bases", ", ".join(sorted(settings.module_bases))),
         ("exclude", ", ".join(settings.exclude)),

@@ -22,6 +22,7 @@ from urllib.parse import quote
 
 from .. import __version__
 from ..analysis.witness import lines as witness_lines
+from ..analysis.confidence import LEVELS, precision_words
 from ..analysis.findings import SAFE, Finding
 
 FORMATS = ("text", "concise", "json", "sarif", "github")
@@ -169,6 +170,8 @@ def render_json(reports: list[FileReport]) -> str:
             "fix": fix,
             "url": rule_url(f.code),
             "noqa_row": f.line,
+            "confidence": f.confidence,
+            "trust": list(f.trust),
             "witness": f.witness,
         })
     return json.dumps(items, indent=2, ensure_ascii=False) + "\n"
@@ -214,9 +217,13 @@ def render_sarif(reports: list[FileReport], rules: dict[str, str]) -> str:
         }
         if f.code in index:
             result["ruleIndex"] = index[f.code]
+        # how sure: the level (CodeQL's words) and the measured precision it rests on, 0-100
+        words, rank = precision_words(f)
+        result["rank"] = rank
+        result["properties"] = {"precision": words, "confidence": f.confidence, "trust": list(f.trust)}
         if f.witness:
             # the chain from the grad source to the store, as a SARIF code flow, and whole
-            result["properties"] = {"witness": f.witness}
+            result["properties"]["witness"] = f.witness
             result["codeFlows"] = [{
                 "message": {"text": f.witness["source"]},
                 "threadFlows": [{"locations": [
@@ -313,10 +320,18 @@ def render(fmt: str, reports: list[FileReport], rules: dict[str, str], unsafe_en
 
 
 def statistics(reports: list[FileReport], rules: dict[str, str]) -> str:
-    counts = Counter(f.code for _, f in all_findings(reports))
-    fixable = Counter(f.code for _, f in all_findings(reports) if f.fix is not None)
+    """One line per code (count, [*] where fixable, summary), then the count per confidence level."""
+    found = all_findings(reports)
+    counts = Counter(f.code for _, f in found)
+    fixable = Counter(f.code for _, f in found if f.fix is not None)
+    levels = Counter(f.confidence for _, f in found if f.code != "GLF900")
     out = []
     for code in sorted(counts):
         mark = "[*]" if fixable[code] else "   "
-        out.append(f"{counts[code]:<5} {code} {mark} {rules.get(code, '')}")
+        by_level = Counter(f.confidence for _, f in found if f.code == code)
+        split = "" if code == "GLF900" or set(by_level) == {"high"} else " (" + ", ".join(
+            f"{by_level[level]} {level}" for level in LEVELS if by_level[level]) + ")"
+        out.append(f"{counts[code]:<5} {code} {mark} {rules.get(code, '')}{split}")
+    if set(levels) - {"high"}:  # what the lower levels add (--confidence medium|low)
+        out.append("confidence: " + ", ".join(f"{levels[level]} {level}" for level in LEVELS))
     return "".join(line + "\n" for line in out)

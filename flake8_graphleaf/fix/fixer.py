@@ -174,6 +174,8 @@ def fix_source(
                 continue
             if is_silenced(f.code, f.line, noqa):
                 continue
+            if f.confidence != "high" and is_silenced("GLF010", f.line, noqa):
+                continue  # the retired code of the lower levels
             if f.fix is None:
                 continue
             if f.fix.applicability != SAFE and not unsafe:

@@ -71,13 +71,14 @@ class StaticIndex:
 
     def findings(self, path: str) -> list:
         if path not in self._cache:
-            from ..analysis import analyze_source
+            from ..analysis import Options, analyze_source
 
             for attempt in range(2):
                 try:
                     with open(path, encoding="utf-8") as fh:
                         src = fh.read()
-                    self._cache[path] = analyze_source(src, path)
+                    # every level: the run is the proof of a store the analysis took a step on trust for
+                    self._cache[path] = analyze_source(src, path, Options(confidence="low"))
                 except SystemError:
                     # CPython 3.11's ast module keeps one recursion counter for all threads: a parse in
                     # another thread at the same moment (a traceback printed by a queue's feeder

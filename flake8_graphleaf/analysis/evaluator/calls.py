@@ -281,6 +281,8 @@ class CallSemantics:
             return self.computed(NOTHING, everything) if everything.kind > MODULE else NOTHING
         if name in self.module_classes:
             return Value(MODULE, f"{name}(...)")
+        if name in _record_classes(self.imports):
+            return everything  # Pair = namedtuple("Pair", "a b"): a Pair(...) holds what it is given
         return (everything if self.grad else _containers_only(everything)).assumed(f"{name}(...)")
 
     def _method_call(self, node, func: ast.Attribute, pos, kw, everything) -> Value:
@@ -483,3 +485,24 @@ def _flag_false(node: ast.Call, position: int, keyword: str) -> bool:
     if given is None and len(node.args) > position and not any(isinstance(a, ast.Starred) for a in node.args[:position + 1]):
         given = node.args[position]
     return isinstance(given, ast.Constant) and given.value is False
+
+
+_RECORD_FACTORIES = frozenset({"collections.namedtuple", "typing.NamedTuple"})
+
+
+def _record_classes(imports) -> frozenset[str]:
+    """The module-level names of this file bound to a record class made by a call
+    (``Pair = namedtuple("Pair", "a b")``, ``typing.NamedTuple("P", [...])``): an instance holds
+    its arguments, as a tuple does. Once per file."""
+    module = getattr(imports, "current", None)
+    if module is None:
+        return frozenset()
+    memo = module.memo
+    if "record_classes" not in memo:
+        names = set()
+        for stmt in getattr(module.tree, "body", ()):
+            if (isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call)
+                    and imports.qualname(stmt.value.func) in _RECORD_FACTORIES):
+                names.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
+        memo["record_classes"] = frozenset(names)
+    return memo["record_classes"]

@@ -219,7 +219,8 @@ class Walker:
             self._branches(stmt.body, stmt.orelse, grads=guard)
             return
         name, is_tensor = self.ev.tensor_test(stmt.test)  # if isinstance(x, torch.Tensor): ... else: x is none
-        self._branches(stmt.body, stmt.orelse, not_tensor=None if name is None else (int(is_tensor), name))
+        self._branches(stmt.body, stmt.orelse, not_tensor=None if name is None else (int(is_tensor), name),
+                       eval_branch=_eval_side(stmt.test))
 
     def do_For(self, stmt: ast.For) -> None:
         ev = self.ev
@@ -336,6 +337,12 @@ class Walker:
                 # container now holds the graph tensor; what is computed from it later carries it
                 ev.self_attrs[base.attr] = join(ev.self_attr(base.attr), value.then(stmt.lineno, "", stmt, ev.code_path))
 
+    def _is_set(self, container: ast.AST) -> bool:
+        """``self.<attr>`` that the class assigns a set (the only standard container with ``add``)."""
+        ev = self.ev
+        return (isinstance(container, ast.Attribute) and ev.is_self(container.value) and ev.facts is not None
+                and container.attr in ev.facts.sets)
+
     def _keeps_no_graph(self, container: ast.AST, method: str) -> bool:
         """``self.<attr>`` built as one of torch's container modules that does not keep a graph
         tensor given to ``method`` (the semantics table): an nn.ParameterList makes it an
@@ -392,6 +399,8 @@ class Walker:
                 return  # a method of the object itself (self.update(...)), or of a plain name
             if meth in ("update", "add") and ev.eval(recv).kind == MODULE:
                 return  # self.metric.update(preds, target): a submodule's method, not dict.update
+            if meth == "add" and not self._is_set(recv):
+                return  # set.add keeps its element; a faiss index's add copies it, Tensor.add is out of place
             if meth == "update" and not _mapping_arguments(call, ev):
                 return  # dict.update takes a mapping or keywords; self.metric.update(*args) is a method
             if self._keeps_no_graph(recv, meth):
@@ -585,3 +594,14 @@ def resets_of(method: ast.AST) -> set[str]:
             if f.attr == "clear" and isinstance(f.value, ast.Attribute) and isinstance(f.value.value, ast.Name) and f.value.value.id == me:
                 out.add(f.value.attr)
     return out
+
+
+def _eval_side(test: ast.AST) -> int | None:
+    """The branch of ``if test:`` that runs only in eval mode where the test joins a training
+    test with others: the body of ``if not self.training and self.cache is None:`` (0), the
+    else of ``if self.training or x is None:`` (1); None where neither side is fixed."""
+    if isinstance(test, ast.BoolOp):
+        wanted = False if isinstance(test.op, ast.And) else True
+        if any(training_test(v) is wanted for v in test.values):
+            return 0 if isinstance(test.op, ast.And) else 1
+    return None

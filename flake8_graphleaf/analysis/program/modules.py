@@ -48,6 +48,7 @@ class ClassFacts:
         self.submodules: set[str] = set()
         self.functional: set[str] = set()  # attributes holding plain callables
         self.plain: set[str] = set()  # attributes assigned other known non-tensor values
+        self.sets: set[str] = set()  # attributes assigned a set (``set()``, ``{a, b}``): what ``.add`` fills
         self.methods: dict[str, ast.FunctionDef] = {}
         self.submodule_classes: dict[str, tuple[str, int]] = {}  # attr -> (class name, line)
         self.submodule_ctors: dict[str, str] = {}  # attr -> torch.nn class it was built from
@@ -249,6 +250,7 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
         f.submodules |= base.submodules
         f.functional |= base.functional
         f.plain |= base.plain
+        f.sets |= base.sets
         f.assigned |= base.assigned
         for k, v in base.methods.items():
             f.methods.setdefault(k, v)
@@ -413,6 +415,9 @@ def _requires_grad_set(node: ast.AST, self_name: str) -> tuple[str, bool] | None
 
 
 def _classify(f: ClassFacts, attr: str, value: ast.AST, imports: ImportMap, module_classes: set[str], init_args: set[str], line: int) -> None:
+    if isinstance(value, (ast.Set, ast.SetComp)) or (
+            isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "set"):
+        f.sets.add(attr)
     if isinstance(value, (ast.List, ast.Tuple)) and value.elts and all(
             _module_like(e, imports, module_classes, init_args) for e in value.elts):
         # self._backbone = [backbone]: a plain list that keeps a module out of the registered

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 
 from ..findings import Finding
+from ..confidence import trust
 from ..evaluator.flow import overwritten_later, resets_of
 
 
@@ -22,77 +23,44 @@ def finding(code: str, node: ast.AST, message: str, **extra) -> Finding:
     )
 
 
-ARGUMENT_ONLY = "GLF010"
-
-
-def argument_only(f: Finding) -> Finding:
-    """The finding under the opt-in code: its only evidence is an argument that reaches no
-    learnable computation (GLF010 names the rule it would have been)."""
-    f.data["code_if_resolved"] = f.code
-    f.message = f"{f.code} argument-only: {f.message} (the argument reaches no learnable computation here)"
-    f.code = ARGUMENT_ONLY
-    return f
+def argument_only(f: Finding, text: str | None = None) -> Finding:
+    """Its only evidence is an argument that nothing shows to be an activation: a step on trust."""
+    origin = f.data.get("origin") or "the argument"
+    return trust(f, "argument", text or f"{origin} is taken to be an activation (nothing in the project shows it)")
 
 
 def eval_only(f: Finding) -> Finding:
-    """The finding under the opt-in code: the store runs only in eval mode (``if not
-    self.training:``), which ordinary use runs under ``no_grad``; that it runs with grad on is a
-    guess. The copy graph reports it under its own code where the program's calls show it."""
-    f.data["code_if_resolved"] = f.code
-    f.message = (f"{f.code} eval-only: {f.message} (the store runs only in eval mode, ordinarily under "
-                 "torch.no_grad(): only an eval forward with grad on keeps the graph)")
-    f.code = ARGUMENT_ONLY
-    if f.witness is not None:
-        f.witness["assumed"] = "an eval-mode forward (not self.training) runs with grad enabled"
-    return f
+    """The store runs only in eval mode (``if not self.training:``), which ordinary use runs under
+    ``no_grad``; that it runs with grad on is taken on trust. The copy graph reports it as proven
+    where the program's calls show it."""
+    return trust(f, "eval-mode", "the store runs only in eval mode, taken to run with grad on "
+                                 "(ordinary eval runs under torch.no_grad())")
 
 
 def on_trust(f: Finding, guess: str) -> Finding:
-    """The finding under the opt-in code: a step of its chain is taken on trust (``guess``: a
-    callable whose semantics the analysis does not have, taken to carry its arguments' history)."""
-    f.data["code_if_resolved"] = f.code
-    f.message = f"{f.code} on trust: {f.message} (a step is a guess: {guess} is taken to carry its arguments' history)"
-    f.code = ARGUMENT_ONLY
-    return f
+    """A step of the chain is a callable whose semantics the analysis does not have (``guess``),
+    taken to carry its arguments' history."""
+    return trust(f, "unknown-callable", f"{guess} is taken to carry its arguments' history")
 
 
 def decides_own_copy(f: Finding, cls: str) -> Finding:
-    """The finding under the opt-in code: the class's objects decide what their copies hold (a
-    ``__deepcopy__`` / ``__reduce_ex__`` of the class, or one a method binds on the object), so
-    that a copy meets the non-leaf tensor is not shown."""
-    f.data["code_if_resolved"] = f.code
-    f.message = f"{f.code} own copy: {f.message} ({cls} decides what its copies hold: it has its own __deepcopy__)"
-    f.code = ARGUMENT_ONLY
-    if f.witness is not None:
-        f.witness["assumed"] = f"{cls}'s own __deepcopy__ copies the computed tensor"
-    return f
+    """The class's objects decide what their copies hold (a ``__deepcopy__`` / ``__reduce_ex__``
+    of the class, or one a method binds on the object): that a copy meets the tensor is not shown."""
+    return trust(f, "own-copy", f"{cls}'s own __deepcopy__ is taken to copy the computed tensor")
 
 
 def cleared_by_program(f: Finding, where: str) -> Finding:
-    """The finding under the opt-in code: every run of the program that runs the store takes the
-    tensor away again (at ``where``: the holder's owner resets it after the call) before the
-    run ends and before any copy or send; that it is kept is only the class-level contract."""
-    f.data["code_if_resolved"] = f.code
-    f.message = (f"{f.code} cleared by the program: {f.message} (every run of the program that makes this store "
-                 f"clears it again, at {where}, before any copy)")
-    f.code = ARGUMENT_ONLY
-    if f.witness is not None:
-        f.witness["assumed"] = (f"the class is used without the reset at {where} that every call the program makes "
-                                "is followed by")
-    return f
+    """Every run of the program that runs the store takes the tensor away again (at ``where``)
+    before the run ends and before any copy or send; that it is kept is only the class-level contract."""
+    return trust(f, "reset-skipped", f"the class is taken to be used without the reset at {where} that every "
+                                     "call the program makes is followed by")
 
 
 def behind_unset_option(f: Finding, option: str, given: str) -> Finding:
-    """The finding under the opt-in code: the call runs only under ``if <option>:`` in the
-    class's constructor, and every construction the project makes passes a value that skips it
-    (``given``): that a user turns it on is the guess."""
-    f.data["code_if_resolved"] = f.code
-    f.message = (f"{f.code} behind an option: {f.message} (it runs only when '{option}' is set, and every "
-                 f"construction in the project passes {given})")
-    f.code = ARGUMENT_ONLY
-    if f.witness is not None:
-        f.witness["assumed"] = f"a construction outside the project sets '{option}'"
-    return f
+    """The call runs only under ``if <option>:`` in the class's constructor, and every
+    construction the project makes passes a value that skips it (``given``)."""
+    return trust(f, "unset-option", f"'{option}' is taken to be set by a construction outside the project "
+                                    f"(every construction in the project passes {given})")
 
 
 def drop_overwritten(findings: list[Finding], runner=None, methods: dict | None = None) -> list[Finding]:
@@ -130,6 +98,9 @@ def all_rules() -> dict[str, str]:
     for mod in (forward_stores, hooks, construction, legacy_norm, pruning, deepcopy_calls, process_boundary):
         out.update(mod.RULES)
     out["GLF900"] = "the file could not be read or parsed"
+    # retired: the opt-in code of guesses is now the lower confidence levels of the real codes;
+    # configurations, --select and noqa comments that name it keep working (they mean --confidence low)
+    out["GLF010"] = "(retired) the findings below high confidence: naming it selects --confidence low"
     return dict(sorted(out.items()))
 
 

@@ -30,7 +30,7 @@ from . import cleared_by_program, finding, origin_text
 RULES: dict[str, str] = {}  # it reports GLF001 / GLF002 / GLF003 / GLF202 / GLF301 (their rules' RULES)
 
 CLEARABLE = ("GLF001", "GLF002", "GLF003")
-STORES = ("GLF001", "GLF002", "GLF003", "GLF004", "GLF005", "GLF010")
+STORES = ("GLF001", "GLF002", "GLF003", "GLF004", "GLF005")
 WORDS = ("deepcopy", "AveragedModel", "ModelEma", "DataLoader", "multiprocessing", ".put(")
 
 EXAMPLES = [
@@ -178,12 +178,13 @@ best = copy.deepcopy(model)
 
 
 def settle(tree: ast.Module, imports, classes: dict, module_classes: set[str], findings: list[Finding],
-           source: str | None = None, reuse: bool = True, opt_in: bool = True) -> list[Finding]:
+           source: str | None = None, reuse: bool = True) -> list[Finding]:
     """``findings`` with the copy graph's: its own, and without the GLF202 of a copy of a plain
     object that the run judged in program order and found nothing on the graph at (the copy
     of a session after its ``reset()``: the class keeps a tensor at times, not at that copy).
     A class-level store that every run of the program clears again before it ends or copies
-    (``self.defunc.dxds = None`` after the solver's calls) goes to GLF010 (kept if ``opt_in``)."""
+    (``self.defunc.dxds = None`` after the solver's calls) takes a step on trust (that a user
+    skips the reset): a lower level."""
     new, judged, cleared = _check(tree, imports, classes, module_classes, findings, source, reuse)
     # a public method's store that a copy of the program reaches: the copy graph's finding names the copy
     named = {(f.line, f.col, f.code) for f in new if f.data.get("kind") == "copy-graph"}
@@ -197,8 +198,6 @@ def settle(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
             f.code == "GLF202" and not f.data.get("cause_path")) else None
         if line in cleared and f.data.get("kind") != "copy-graph":
             f = cleared_by_program(f, cleared[line])
-            if not opt_in:
-                continue
         kept.append(f)
     return kept + new
 
@@ -228,8 +227,9 @@ def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
         return [], judged, cleared
     module = getattr(imports.current, "name", "")
     # a store another rule reports already (GLF005 at construction, GLF002 of a helper) is not reported twice
-    taken = {(f.line, f.col) for f in findings if f.code in STORES and not f.data.get("public_root")}
-    copied_sites = {(f.line, f.col) for f in findings if f.code in ("GLF202", "GLF301", "GLF201")}
+    # (one that took a step on trust is not: the run may prove it)
+    taken = {(f.line, f.col) for f in findings if f.code in STORES and not f.data.get("public_root") and not f.trust}
+    copied_sites = {(f.line, f.col) for f in findings if f.code in ("GLF202", "GLF301", "GLF201") and not f.trust}
     out: list[Finding] = []
     stores: dict[tuple, Finding] = {}
     own_sites: set[tuple] = set()  # the copy sites reported here

@@ -18,7 +18,8 @@ from ..program.modules import ClassInfo
 from ..facts.sinks import COPIER_NAMES, COPIERS
 from ..program.stmtwalk import lines_matching, own_nodes, scopes_at, statements, tree_statements
 from ..evaluator.scopes import ClassRunner, is_forward_root, self_name
-from . import ARGUMENT_ONLY, argument_only, finding, on_trust, origin_text
+from ..confidence import better, inherit, trust
+from . import argument_only, finding, on_trust, origin_text
 
 RULES = {
     "GLF201": "copy.deepcopy of a tensor that is on the autograd graph",
@@ -94,7 +95,7 @@ class ConditionDropout(nn.Module):
         samples = copy.deepcopy(samples)
         return samples
 """,
-        ["GLF010"],
+        ["GLF201?"],
     ),
     (
         """
@@ -108,7 +109,7 @@ class Snapshot(nn.Module):
         before = copy.deepcopy(x)
         return self.lin(x) - before
 """,
-        ["GLF201"],
+        ["GLF201?"],
     ),
     (
         # parameters handed on unchanged through the program's helpers (parameter groups for an
@@ -262,8 +263,14 @@ def _glf201(scope, parents, classes, imports, module_classes, targets) -> list[F
     # and one whose value went through a callable the analysis does not know (an optimizer
     # wrapper given the model): the witness has a guess in it
     out = [on_trust(f, f.data["guess"]) if f.data.get("guess") else f for f in out]
-    return [argument_only(f) if f.code != ARGUMENT_ONLY and f.data["value_kind"] == ARG and f.data["origin"] not in ev.fed
-            else f for f in out]
+    for f in out:
+        if f.data["value_kind"] == ARG:
+            if f.data["origin"] not in ev.fed:
+                argument_only(f)
+            else:
+                trust(f, "argument-fed", f"{f.data['origin']} is taken to be an activation: the method feeds it "
+                                         "into a layer or parameter")
+    return out
 
 
 def _witnessed_copy(value, node: ast.Call, scope, grad: bool, f: Finding) -> Finding:
@@ -279,7 +286,9 @@ def _broken_classes(classes: dict[str, ClassInfo], findings: list[Finding]) -> d
     broken: dict[str, tuple[str, Finding]] = {}
     for f in sorted(findings, key=lambda f: f.sort_key):
         if f.code in BREAKING and f.class_name and f.class_name in classes:
-            broken.setdefault(f.class_name, (f"'{f.class_name}'", f))
+            seen = broken.get(f.class_name)
+            if seen is None or better(f, seen[1]):  # the surest store: the copy's level is its
+                broken[f.class_name] = (f"'{f.class_name}'", f)
     changed = True
     while changed:
         changed = False
@@ -315,7 +324,7 @@ def _glf202(node: ast.Call, kind: str, scope, parents, classes, broken, imports)
         how, cause = broken[cls]
     what = cause.attribute or cause.code
     at = f"{where}:{cause.line}" if where else f"line {cause.line}"
-    return [_witnessed_site(node, kind, how, cause, files, at,
+    return [inherit(_witnessed_site(node, kind, how, cause, files, at,
         finding(
             "GLF202", node,
             f"{kind}({short(arg)}) will raise: {how} keeps a non-leaf tensor "
@@ -323,7 +332,7 @@ def _glf202(node: ast.Call, kind: str, scope, parents, classes, broken, imports)
             class_name=cls,
             data={"cause_line": cause.line, "cause_code": cause.code, "cause_path": where or None},
         )
-    )]
+    ), cause)]
 
 
 def _remote_class(arg, at: ast.AST, scope, parents, imports) -> str | None:

@@ -9,20 +9,19 @@ import re
 from ..findings import Finding
 from ..evaluator.flow import Store
 from ..evaluator.graph_tensors import ARG, GRAPH, LEAF, MODULE
-from ..program.summaries import is_layer, made_only_without_grad
+from ..program.summaries import current_summary, is_layer, made_only_without_grad
 from ..program.helper_objects import file_classes
+from ..program.project_view import resolve
 from ..evaluator.scopes import SUBMODULE_CALL, ClassRunner, self_name
 from .. import witness
-from . import ARGUMENT_ONLY, argument_only, drop_overwritten, eval_only, finding, origin_text
+from ..confidence import trust
+from . import argument_only, drop_overwritten, eval_only, finding, origin_text
 
 
 RULES = {
     "GLF001": "graph tensor stored on the module in forward (or a method reached from it)",
     "GLF002": "graph tensor put into a container held on the module",
     "GLF004": "registered buffer reassigned from, or updated in place with, a graph tensor",
-    ARGUMENT_ONLY: "(opt-in) a GLF001/002/004 store or GLF201 copy whose only evidence is a forward argument that reaches "
-    "no learnable computation, a store that runs only in eval mode, or a copy whose chain goes through a callable "
-    "taken on trust",
 }
 
 EXAMPLES = [
@@ -80,7 +79,7 @@ class Rocket(nn.Module):
         self.biases = c.quantile(0.5, dim=-1)  # no grad_fn, unless the input x requires grad
         return c.relu().mean(-1)
 """,
-        ["GLF010"],  # only the opt-in code for the argument: the frozen parameters are no grad source
+        ["GLF001?"],  # only the opt-in code for the argument: the frozen parameters are no grad source
     ),
     (
         """
@@ -115,7 +114,7 @@ class Checkpointed(nn.Module):
         self.last = checkpoint(self.block, x, use_reentrant=False)
         return self.last
 """,
-        ["GLF010", "GLF010", "GLF001"],
+        ["GLF001", "GLF001?", "GLF001?"],
     ),
     (
         """
@@ -192,7 +191,7 @@ class Enc(nn.Module):
         self.features.append(self.conv(x))
         return self.features
 """,
-        ["GLF002"],
+        ["GLF002?"],
     ),
     (
         """
@@ -206,7 +205,7 @@ class Norm(nn.Module):
         self.running_mean = 0.9 * self.running_mean + 0.1 * x.mean(0)
         return (x - self.running_mean) * self.weight
 """,
-        ["GLF004"],
+        ["GLF004?"],
     ),
     (
         # a flag the class fixes: False from __init__, True only inside a method that resets it
@@ -242,7 +241,7 @@ class InputStats(nn.Module):
         self.running_mean = 0.9 * self.running_mean + 0.1 * x.mean(0)
         return x - self.running_mean
 """,
-        ["GLF010"],
+        ["GLF004?"],
     ),
     (
         """
@@ -294,7 +293,28 @@ class Cached(nn.Module):
             self.last = out
         return out
 """,
-        ["GLF010"],
+        ["GLF001?"],
+    ),
+    (
+        # ... also where the training test is one part of an `and` (or the else of an `or`)
+        """
+import torch.nn as nn
+class ItemTower(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.proj = nn.Linear(d, d)
+        self.cache = None
+    def forward(self, x, candidates=None):
+        out = self.proj(x)
+        if not self.training and self.cache is None and candidates is None:
+            self.cache = out
+        if self.training or candidates is None:
+            return out
+        else:
+            self.scored = out
+        return out
+""",
+        ["GLF001?", "GLF001?"],
     ),
     (
         # eval mode only, but the file runs the model in eval mode with grad on: the default code
@@ -334,7 +354,7 @@ def validate(model, x):
         with torch.no_grad():
             return model(x).sum()
 """,
-        ["GLF010"],
+        ["GLF001?"],
     ),
     (
         # the same after an early return in training mode
@@ -351,7 +371,7 @@ class LRUCache(nn.Module):
         self.memory = self.module(x)
         return self.memory
 """,
-        ["GLF010"],
+        ["GLF001?"],
     ),
     (
         # swapped in for the call and put back in a finally, or set on a submodule and reset after
@@ -395,7 +415,91 @@ class ForceError(Metric):
     def compute(self):
         return (torch.cat(self.refs) - torch.cat(self.preds)).abs().mean()
 """,
+        # a library's metric (nothing here makes it): its users give it their model's outputs
+        # (the reference values are data: no finding)
+        ["GLF002?"],
+    ),
+    (
+        # `.add` fills a set (the only standard container with it); a search index's add copies
+        # the vectors out of torch, and Tensor.add is out of place: only the set keeps the tensor
+        """
+import torch, torch.nn as nn
+import faiss
+class Retriever(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.key = nn.Linear(d, d)
+        self.index = None
+        self.seen = set()
+    def forward(self, x, candidates):
+        k = self.key(candidates)
+        with torch.no_grad():
+            if self.index is None:
+                self.index = faiss.IndexFlatL2(k.shape[1])
+            self.index.reset()
+            self.index.add(k.float())
+        self.seen.add(k)
+        return self.key(x)
+""",
         ["GLF002"],
+    ),
+    (
+        # ... and a module that calls it with its output in a training step shows it
+        """
+import torch, torch.nn as nn
+from torch import Tensor
+from torchmetrics import Metric
+class ForceError(Metric):
+    def __init__(self):
+        super().__init__()
+        self.add_state("refs", default=[], dist_reduce_fx="cat")
+        self.add_state("preds", default=[], dist_reduce_fx="cat")
+    def update(self, forces: Tensor, reference_forces: Tensor):
+        self.refs.append(reference_forces)
+        self.preds.append(forces)
+    def compute(self):
+        return (torch.cat(self.refs) - torch.cat(self.preds)).abs().mean()
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Linear(3, 3)
+        self.force_error = ForceError()
+    def training_step(self, batch):
+        x, f = batch
+        out = self.net(x)
+        self.force_error(out, f)
+        return (out - f).pow(2).mean()
+""",
+        ["GLF002"],
+    ),
+    (
+        # ... but where the program makes it and feeds it only in validation (under no_grad), that
+        # a caller gives it a graph tensor is a guess: opt-in GLF010
+        """
+import torch, torch.nn as nn
+from torch import Tensor
+from torchmetrics import Metric
+class ForceError(Metric):
+    def __init__(self):
+        super().__init__()
+        self.add_state("preds", default=[], dist_reduce_fx="cat")
+    def update(self, forces: Tensor, reference_forces: Tensor):
+        self.preds.append(forces)
+    def compute(self):
+        return torch.cat(self.preds).abs().mean()
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Linear(3, 3)
+        self.val_error = ForceError()
+    def training_step(self, batch):
+        x, f = batch
+        return (self.net(x) - f).pow(2).mean()
+    def validation_step(self, batch):
+        x, f = batch
+        self.val_error(self.net(x), f)
+""",
+        ["GLF002?"],
     ),
     (
         # where `w is None` holds (also as a part of an `and`), w is no tensor: the cache holds
@@ -487,7 +591,7 @@ class FewShot(nn.Module):
     def forward(self, query):
         return -torch.cdist(self.backbone(query), self.prototypes[None])
 """,
-        ["GLF001"],
+        ["GLF001?"],
     ),
     (
         """
@@ -565,7 +669,10 @@ def check(runner: ClassRunner) -> list[Finding]:
             f.witness = witness.make(
                 store.value, store.node, store.stmt, reached=runner.path(), grad=store.grad,
                 kept=witness.KEPT_AFTER_RETURN, copied=_copied(f, store, facts, on_self))
-            if store.eval_only and f.code != ARGUMENT_ONLY:
+            if runner.public_root():
+                trust(f, "public-root", f"{runner.root()}(), which nothing in the project calls, is taken to run "
+                                        "with grad on as forward does")
+            if store.eval_only:
                 line = getattr(runner.imports, "eval_with_grad", None)
                 if line is None:
                     f = eval_only(f)
@@ -619,35 +726,124 @@ def settle_arguments(findings: list[Finding], runners: dict, calls: dict) -> lis
     """
     out = []
     for f in findings:
-        if f.code == ARGUMENT_ONLY:  # opt-in already (an eval-only store)
+        if any(t["kind"] == "eval-mode" for t in f.trust):  # a guess already (an eval-only store)
             out.append(f)
             continue
         if f.data.get("value_kind") == ARG and not f.data.get("fed") and f.class_name in runners:
             runner = runners[f.class_name]
             origin = f.data.get("origin", "")
             if f.data.get("public_root"):  # the instance's calls are forward's: they say nothing of this method
-                _evidence(f, f"{origin}, which nothing shows to be an activation (a guess: opt-in GLF010)")
+                _evidence(f, f"{origin}, which nothing shows to be an activation (a guess)")
                 f = argument_only(f)
             elif _graph_at_call_sites(runner, origin, calls.get(f.class_name, ())):
                 _evidence(f, f"{origin}, given a graph tensor where a module of this file calls {f.class_name}")
+                trust(f, "argument-caller", f"{origin} is taken to be an activation: a module of this file passes "
+                                            f"{f.class_name} a graph tensor there")
             elif is_layer(runner.imports, f.class_name):
                 _evidence(f, f"{origin}: {f.class_name} is chained after other layers (nn.Sequential, a ModuleList, "
                              "add_module), so it gets the previous layer's output")
+                trust(f, "argument-chained", f"{origin} is taken to be an activation: {f.class_name} is chained "
+                                             "after other layers")
             elif _graph_at_call_sites(runner, origin, _project_call_sites(runner)):
                 _evidence(f, f"{origin}, given a graph tensor where a module in another file calls {f.class_name}")
+                trust(f, "argument-caller", f"{origin} is taken to be an activation: a module in another file passes "
+                                            f"{f.class_name} a graph tensor there")
             else:
-                _evidence(f, f"{origin}, which nothing shows to be an activation (a guess: opt-in GLF010)")
+                _evidence(f, f"{origin}, which nothing shows to be an activation (a guess)")
                 f = argument_only(f)
+        elif _metric_input(f) and f.data.get("root_method") == "update" and f.class_name in runners:
+            # A metric's update() keeps what it is given (a list state of its inputs): a graph
+            # tensor only where a caller in grad mode passes one; metrics fed only from validation
+            # and test steps (run under no_grad) are the common case, so it takes a call site.
+            runner = runners[f.class_name]
+            origin = f.data.get("origin", "")
+            if _graph_at_call_sites(runner, origin, calls.get(f.class_name, ()), method="update"):
+                _evidence(f, f"{origin}, given a graph tensor where a module of this file calls {f.class_name}",
+                          kind="model-output")
+            elif _graph_at_call_sites(runner, origin, _project_call_sites(runner), method="update"):
+                _evidence(f, f"{origin}, given a graph tensor where a module in another file calls {f.class_name}",
+                          kind="model-output")
+            elif _made_in_project(runner):
+                _evidence(f, f"{origin}; the program makes {f.class_name}, and none of its callers is seen passing it "
+                             "a graph tensor with grad on (a guess)", kind="model-output")
+                f = argument_only(f, f"{origin} is taken to be a graph tensor: the program makes {f.class_name} and "
+                                     "none of its callers is seen passing one with grad on")
+            else:
+                _evidence(f, f"{origin}: nothing in the project makes {f.class_name}, a metric for the package's users, "
+                             "who give it their model's outputs in training steps", kind="model-output")
+                trust(f, "metric-input", f"{origin} is taken to be a model output given with grad on by the "
+                                         f"package's users (nothing in the project makes {f.class_name})")
         elif f.data.get("value_kind") == ARG and f.data.get("fed"):
             _evidence(f, f"{f.data.get('origin', '')}, which {f.class_name} feeds into a learnable computation (a layer "
                          "or a parameter): an activation, on the graph whenever its caller's is")
+            trust(f, "argument-fed", f"{f.data.get('origin', 'the argument')} is taken to be an activation: "
+                                     f"{f.class_name} feeds it into a layer or parameter")
         out.append(f)
     return out
 
 
-def _evidence(f: Finding, source: str) -> None:
-    if f.witness is not None and f.witness.get("source_kind") == "argument":
+def _evidence(f: Finding, source: str, kind: str = "argument") -> None:
+    if f.witness is not None and f.witness.get("source_kind") == kind:
         f.witness["source"] = source
+
+
+def _made_in_project(runner: ClassRunner) -> bool:
+    """Whether the code of the project (this file included) instantiates the class or a subclass
+    of it, also under a name a package re-exports it as (``from torch_uncertainty.metrics import
+    FPR95``): then the program's own calls of it are the evidence for what it is given.  A
+    docstring's example makes nothing."""
+    imports = runner.imports
+    name = runner.info.node.name
+    qual = f"{imports.module or '__main__'}.{name}"
+    if current_summary(imports)["made"].get(qual):
+        return True
+    project = imports.project
+    index = getattr(project, "index", None)
+    if index is None or not hasattr(index, "mentioning"):
+        return False
+    return _instantiated(project, index, qual, 0)
+
+
+def _instantiated(project, index, qual: str, depth: int) -> bool:
+    key = ("instantiated", qual)
+    if key in project.memo:
+        return project.memo[key]
+    project.memo[key] = False  # a cycle of bases
+    name = qual.rpartition(".")[2]
+    found = any(made == qual or (made.rpartition(".")[2] == name and _resolves_to(project, made, qual))
+                for path in index.mentioning(name) for made in (index.summary(path) or {}).get("made", ()))
+    if not found and depth < 3:
+        for path in index.subclassing(name):
+            parsed = project.parsed_path(path)
+            if parsed is None:
+                continue
+            for node in parsed.defs.values():
+                if isinstance(node, ast.ClassDef) and any(
+                        _resolves_to(project, _base_qualname(parsed, b), qual) for b in node.bases):
+                    found = _instantiated(project, index, f"{parsed.name}.{node.name}", depth + 1)
+                    if found:
+                        break
+            if found:
+                break
+    project.memo[key] = found
+    return found
+
+
+def _base_qualname(parsed, base: ast.AST) -> str | None:
+    if isinstance(base, ast.Name) and base.id in parsed.defs:
+        return f"{parsed.name}.{base.id}"  # class FPR95(FPRx): with FPRx defined in the same file
+    return parsed.imports.qualname(base)
+
+
+def _resolves_to(project, made: str | None, qual: str) -> bool:
+    definition = resolve(project, made)
+    return definition is not None and definition.qualname == qual
+
+
+def _metric_input(f: Finding) -> bool:
+    """A store whose evidence is a metric's argument taken for the model's output (see
+    ``ClassRunner._run_each``): the metric's update() keeping its inputs."""
+    return f.witness is not None and f.witness.get("source_kind") == "model-output"
 
 
 def _project_call_sites(runner: ClassRunner) -> list:
@@ -688,9 +884,12 @@ def _project_call_sites(runner: ClassRunner) -> list:
     return sites
 
 
-def _graph_at_call_sites(runner: ClassRunner, origin: str, sites) -> bool:
+def _graph_at_call_sites(runner: ClassRunner, origin: str, sites, method: str = "forward") -> bool:
+    """Whether a recorded call of the class's instances passes a graph tensor (or a leaf that
+    requires grad) where ``method`` (the method the calls reach: forward; a metric's update,
+    which its inherited forward is given the arguments for) takes the argument ``origin`` names."""
     m = re.match(r"argument '\*?(\w+)'", origin)
-    func = runner.info.facts.methods.get("forward")
+    func = runner.info.facts.methods.get(method)
     if m is None or func is None or not sites:
         return False
     name = m.group(1)

@@ -91,7 +91,7 @@ class InputKeeper(Hook):
     def forward(self, module, input, output):
         self.stored["input"] = input
 """,
-        ["GLF003"],
+        ["GLF003?"],
     ),
     (
         """
@@ -414,6 +414,9 @@ def _check_hook(hook: _Hook, kind: str, with_kwargs: bool, imports, module_class
             "the module that owns the closure" if on_self else "the hooked module")
         where = "is" if store.value.kind == GRAPH else "may be"
         holder = hook.owner.node.name if hook.owner is not None else "the hooked module"
+        trusted = [] if store.value.kind == GRAPH else [(
+            "hook-output", f"{origin_text(store.value)[5:]} is taken to be on the graph (the model is taken to run "
+                           "with grad on when the hook fires)")]
         out.append(_witnessed(store, kind, name, registered or f"line {call.lineno}", how, target, holder,
             finding(
                 "GLF003", store.node,
@@ -422,6 +425,7 @@ def _check_hook(hook: _Hook, kind: str, with_kwargs: bool, imports, module_class
                 class_name=hook.owner.node.name if hook.owner is not None else None,
                 attribute=target,
                 data={"kind": store.kind, "registered_at": call.lineno, "on_self": on_self, "bound": hook.bound},
+                trust=[{"kind": k, "text": t} for k, t in trusted],
             )
         ))
 

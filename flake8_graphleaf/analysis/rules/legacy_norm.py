@@ -78,7 +78,7 @@ class WNLinear(nn.Linear):
     def _copy_without_weight(self, memo):
         ...
 """,
-        ["GLF010"],
+        ["GLF101?"],
     ),
     (
         """
