@@ -73,10 +73,15 @@ def test_per_file_ignores(tmp_path: Path) -> None:
 def test_module_bases_option(tmp_path: Path) -> None:
     src = textwrap.dedent(
         """
+        import torch.nn as nn
         from mylib import FrameworkModule
 
 
         class Net(FrameworkModule):
+            def __init__(self):
+                super().__init__()
+                self.head = nn.Linear(2, 2)
+
             def step(self, x):
                 return x
 

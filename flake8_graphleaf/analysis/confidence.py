@@ -44,7 +44,6 @@ _TABLE = os.path.join(os.path.dirname(__file__), "facts", "confidence.json")
 KINDS = {
     "argument": "a method argument that nothing in the project shows to be an activation",
     "argument-fed": "a forward argument taken for an activation because the class feeds it into a layer or parameter",
-    "argument-caller": "a forward argument taken for an activation because a caller in the project passes a graph tensor",
     "argument-chained": "a forward argument taken for an activation because the class is chained after other layers",
     "metric-input": "a metric's input taken to be a model output given with grad on (by the package's users)",
     "eval-mode": "a store that runs only in eval mode taken to run with grad on",

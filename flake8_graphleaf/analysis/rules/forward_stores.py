@@ -737,8 +737,6 @@ def settle_arguments(findings: list[Finding], runners: dict, calls: dict) -> lis
                 f = argument_only(f)
             elif _graph_at_call_sites(runner, origin, calls.get(f.class_name, ())):
                 _evidence(f, f"{origin}, given a graph tensor where a module of this file calls {f.class_name}")
-                trust(f, "argument-caller", f"{origin} is taken to be an activation: a module of this file passes "
-                                            f"{f.class_name} a graph tensor there")
             elif is_layer(runner.imports, f.class_name):
                 _evidence(f, f"{origin}: {f.class_name} is chained after other layers (nn.Sequential, a ModuleList, "
                              "add_module), so it gets the previous layer's output")
@@ -746,8 +744,6 @@ def settle_arguments(findings: list[Finding], runners: dict, calls: dict) -> lis
                                              "after other layers")
             elif _graph_at_call_sites(runner, origin, _project_call_sites(runner)):
                 _evidence(f, f"{origin}, given a graph tensor where a module in another file calls {f.class_name}")
-                trust(f, "argument-caller", f"{origin} is taken to be an activation: a module in another file passes "
-                                            f"{f.class_name} a graph tensor there")
             else:
                 _evidence(f, f"{origin}, which nothing shows to be an activation (a guess)")
                 f = argument_only(f)
