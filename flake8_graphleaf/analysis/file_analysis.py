@@ -140,19 +140,29 @@ def analyze_file(tree: ast.AST, source: str | None = None, options: Options | No
                                  reuse=not options.module_bases)
     unique: dict[tuple, Finding] = {}
     for f in findings:
-        confidence.settle(f)
+        confidence.note_assumed(f)
         # one call of a helper's method may keep tensors on several of its attributes: one each
         helper = f.attribute if f.data.get("kind") == "helper" else None
         key = (f.line, f.col, f.code, helper)
         seen = unique.setdefault(key, f)
-        if seen is not f and confidence.better(f, seen):
-            unique[key] = f  # the same store proven by another path (the copy graph's run)
-        elif seen is not f and seen.class_name != f.class_name and _defines(classes.get(f.class_name), f.line):
+        if seen is f:
+            continue
+        if seen.class_name != f.class_name and _defines(classes.get(f.class_name), f.line):
             # one store reported for a subclass and for the class whose method makes it: the
-            # latter's (its fix covers the subclasses too)
+            # latter's (its fix covers the subclasses too), with the surer proof of the two (a
+            # subclass's forward that calls the method shows what a public root takes on trust)
+            if confidence.better(seen, f):
+                f.trust, f.witness = list(seen.trust), seen.witness
+                f.data.pop("public_root", None)
             unique[key] = f
-    result = sorted((f for f in unique.values() if confidence.selected(f.confidence, options.confidence)),
-                    key=lambda f: f.sort_key)
+        elif seen.class_name != f.class_name and _defines(classes.get(seen.class_name), seen.line):
+            if confidence.better(f, seen):
+                seen.trust, seen.witness = list(f.trust), f.witness
+                seen.data.pop("public_root", None)
+        elif confidence.better(f, seen):
+            unique[key] = f  # the same store proven by another path (the copy graph's run)
+    result = sorted((f for f in map(confidence.settle, unique.values())
+                     if confidence.selected(f.confidence, options.confidence)), key=lambda f: f.sort_key)
     return FileAnalysis(tree, source, result, classes, imports, module)
 
 

@@ -108,6 +108,11 @@ def constant_names(value: Value) -> list[str] | None:
     return name.split("|") if name else None
 
 
+def _guess(items) -> str | None:
+    """The first guess among a tuple's elements (a step on trust in any element is one in the whole)."""
+    return next((v.guess for v in items or () if v.guess and v.kind >= ARG), None)
+
+
 def join(*values: Value) -> Value:
     if len(values) == 1:
         return values[0]  # one path: nothing to forget (a call's one result keeps its tuple's items)
@@ -116,7 +121,8 @@ def join(*values: Value) -> Value:
         if v.kind > best.kind:
             best = v
     if best.items is not None:
-        return Value(best.kind, best.origin)  # a join of paths forgets the tuple's shape
+        # a join of paths forgets the tuple's shape, not a guess an element was taken on
+        return Value(best.kind, best.origin, trail=best.trail, guess=best.guess or _guess(best.items))
     if best.keys is not None and len(values) > 1:
         return best.with_keys(None)  # and a dict's entries
     return best
@@ -146,7 +152,7 @@ def join_tuples(a: Value, b: Value) -> Value:
     if a.items is not None and b.items is not None and len(a.items) == len(b.items):
         items = tuple(join_tuples(x, y) for x, y in zip(a.items, b.items))
         whole = join(*items)
-        return Value(whole.kind, whole.origin, items)
+        return Value(whole.kind, whole.origin, items, trail=whole.trail, guess=_guess(items))
     return join(a, b)
 
 

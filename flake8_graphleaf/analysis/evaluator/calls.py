@@ -23,7 +23,7 @@ from ..facts.torch_names import (
     int_dtype,
     looks_like_parameter,
 )
-from ..values import ARG, GRAPH, LEAF, MODULE, NOTHING, Value, _containers_only, _is_true, constant_names, join, short
+from ..values import _guess, ARG, GRAPH, LEAF, MODULE, NOTHING, Value, _containers_only, _is_true, constant_names, join, short
 from ..facts.torch_names import STDLIB_NO_HISTORY, is_torch_name
 
 
@@ -139,7 +139,7 @@ class CallSemantics:
         if parts is not None:
             items = tuple(passed_by(names) for names in parts)
             whole = join(*items)
-            return Value(whole.kind, whole.origin, items)
+            return Value(whole.kind, whole.origin, items, trail=whole.trail, guess=_guess(items))
         return passed_by(effect.passes if self.grad else effect.kept)
 
     def _torch_call(self, node, qual, pos, kw, everything) -> Value:
@@ -192,7 +192,7 @@ class CallSemantics:
             if op.items is not None:
                 items = tuple(self.computed(NOTHING, *sources) if k in ("carries", "same") else NOTHING for k in op.items)
                 whole = join(*items)
-                return Value(whole.kind, whole.origin, items)
+                return Value(whole.kind, whole.origin, items, trail=whole.trail, guess=_guess(items))
             if op.each in ("fresh", "int", "scalar"):
                 return NOTHING
         if op.result == "object":

@@ -22,7 +22,7 @@ from ..program.modules import ClassFacts
 from ..facts import torch_facts
 from ..program.flags import test_value
 from ..facts.torch_names import is_size_name, argument_value, looks_like_module_name, looks_like_parameter
-from ..values import ARG, GRAPH, LEAF, MODULE, NONE, NOTHING, Value, join, join_tuples, name_constant, short
+from ..values import _guess, ARG, GRAPH, LEAF, MODULE, NONE, NOTHING, Value, join, join_tuples, name_constant, short
 
 __all__ = [
     "ARG", "GRAPH", "LEAF", "MODULE", "NONE", "NOTHING", "ClassFacts", "Evaluator", "Value", "argument_value",
@@ -320,7 +320,7 @@ class Evaluator(CallSemantics):
             return self._elements(node.elts)
         items = tuple(self.eval(e) for e in node.elts)
         whole = join(*items)
-        return Value(whole.kind, whole.origin, items)
+        return Value(whole.kind, whole.origin, items, trail=whole.trail, guess=_guess(items))
 
     eval_Set = eval_List
 

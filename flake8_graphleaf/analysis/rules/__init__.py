@@ -59,6 +59,9 @@ def cleared_by_program(f: Finding, where: str) -> Finding:
 def behind_unset_option(f: Finding, option: str, given: str) -> Finding:
     """The call runs only under ``if <option>:`` in the class's constructor, and every
     construction the project makes passes a value that skips it (``given``)."""
+    if given.startswith("nothing"):
+        return trust(f, "unset-option", f"'{option}' is taken to be set by a user of the class (its default skips "
+                                        "the call, and no construction in the project sets it)")
     return trust(f, "unset-option", f"'{option}' is taken to be set by a construction outside the project "
                                     f"(every construction in the project passes {given})")
 

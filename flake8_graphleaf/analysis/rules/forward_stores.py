@@ -737,6 +737,7 @@ def settle_arguments(findings: list[Finding], runners: dict, calls: dict) -> lis
                 f = argument_only(f)
             elif _graph_at_call_sites(runner, origin, calls.get(f.class_name, ())):
                 _evidence(f, f"{origin}, given a graph tensor where a module of this file calls {f.class_name}")
+                _proven(f)
             elif is_layer(runner.imports, f.class_name):
                 _evidence(f, f"{origin}: {f.class_name} is chained after other layers (nn.Sequential, a ModuleList, "
                              "add_module), so it gets the previous layer's output")
@@ -744,6 +745,7 @@ def settle_arguments(findings: list[Finding], runners: dict, calls: dict) -> lis
                                              "after other layers")
             elif _graph_at_call_sites(runner, origin, _project_call_sites(runner)):
                 _evidence(f, f"{origin}, given a graph tensor where a module in another file calls {f.class_name}")
+                _proven(f)
             else:
                 _evidence(f, f"{origin}, which nothing shows to be an activation (a guess)")
                 f = argument_only(f)
@@ -769,6 +771,14 @@ def settle_arguments(findings: list[Finding], runners: dict, calls: dict) -> lis
                              "who give it their model's outputs in training steps", kind="model-output")
                 trust(f, "metric-input", f"{origin} is taken to be a model output given with grad on by the "
                                          f"package's users (nothing in the project makes {f.class_name})")
+        elif f.data.get("value_kind") == ARG and f.data.get("fed") and f.class_name in runners and (
+                _graph_at_call_sites(runners[f.class_name], f.data.get("origin", ""), calls.get(f.class_name, ()))
+                or _graph_at_call_sites(runners[f.class_name], f.data.get("origin", ""),
+                                        _project_call_sites(runners[f.class_name]))):
+            # the program shows it: a module of the project passes a graph tensor there
+            _evidence(f, f"{f.data.get('origin', '')}, given a graph tensor where a module of the project calls "
+                         f"{f.class_name}")
+            _proven(f)
         elif f.data.get("value_kind") == ARG and f.data.get("fed"):
             _evidence(f, f"{f.data.get('origin', '')}, which {f.class_name} feeds into a learnable computation (a layer "
                          "or a parameter): an activation, on the graph whenever its caller's is")
@@ -776,6 +786,12 @@ def settle_arguments(findings: list[Finding], runners: dict, calls: dict) -> lis
                                      f"{f.class_name} feeds it into a layer or parameter")
         out.append(f)
     return out
+
+
+def _proven(f: Finding) -> None:
+    """The message of a store whose argument the program shows to be a graph tensor says it is one."""
+    f.message = f.message.replace("that may be on the autograd graph", "that is on the autograd graph", 1)
+    f.message = f.message.replace(" will raise after forward if it is:", " will raise after forward:", 1)
 
 
 def _evidence(f: Finding, source: str, kind: str = "argument") -> None:

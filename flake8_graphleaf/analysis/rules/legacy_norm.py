@@ -167,11 +167,13 @@ def check(tree: ast.AST, imports: ImportMap, classes: dict[str, ClassInfo], sour
 
 
 def _unset_option(node, parents, cls: str | None, imports: ImportMap) -> tuple[str, str] | None:
-    """(option, what every construction passes) when ``node`` is in the body of ``if <option>:``
-    (``if <option> == "weight":``) in ``cls.__init__``, ``<option>`` an ``__init__`` parameter,
-    and every construction of the class the project makes passes a value that skips that body
-    (``use_weight_norm=False`` or the default); None otherwise (no such test, a value not
-    known, or no construction seen)."""
+    """(option, what the program passes) when ``node`` is in the body of ``if <option>:`` (``if
+    <option> == "weight":``, or the same test on ``self.<attr>`` that ``__init__`` set from the
+    option) in ``cls.__init__``, ``<option>`` an ``__init__`` parameter whose default skips that
+    body, and no construction of the class the project makes is seen passing a value that runs
+    it (every one passes ``use_weight_norm=False`` or the default, or none is seen: the class is
+    built through a lookup, or only by its users); None otherwise (the default runs it, a value
+    not known, a construction that sets it)."""
     project = getattr(imports, "project", None)
     module = getattr(getattr(imports, "current", None), "name", None)
     if cls is None or project is None or not module:
@@ -184,26 +186,57 @@ def _unset_option(node, parents, cls: str | None, imports: ImportMap) -> tuple[s
         cur, child = parents.get(cur), cur
     if not isinstance(cur, ast.FunctionDef) or cur.name != "__init__" or not isinstance(parents.get(cur), ast.ClassDef):
         return None
-    params = {a.arg for a in cur.args.args[1:] + cur.args.kwonlyargs}
+    args = cur.args.args[1:]
+    defaults = dict(zip([a.arg for a in args][len(args) - len(cur.args.defaults):], cur.args.defaults))
+    defaults.update({a.arg: d for a, d in zip(cur.args.kwonlyargs, cur.args.kw_defaults) if d is not None})
+    params = {a.arg for a in args + cur.args.kwonlyargs}
+    aliases = _self_aliases(cur, params)
     for test in tests:
         option, wanted = _option_test(test)
+        option = aliases.get(option, option)
         if option not in params:
             continue
+        default = defaults.get(option)
+        if not isinstance(default, ast.Constant):
+            continue  # no default, or one not known: a construction must pass it
+        skips = (lambda v: not v) if wanted is None else (lambda v: v != wanted)
+        if not skips(default.value):
+            continue  # the default runs the legacy call
         values = constructed_with(project, module, cls, option)
-        if not values:
-            continue
-        if all(not v if wanted is None else v != wanted for v in values):
+        if values and all(skips(v) for v in values):
             return option, " or ".join(sorted(repr(v) for v in values))
+        if not values:
+            return option, f"nothing (the default {default.value!r}; no construction in the project sets it)"
     return None
 
 
+def _self_aliases(init: ast.FunctionDef, params: set[str]) -> dict[str, str]:
+    """``self.<attr>`` names of ``__init__`` bound straight from a parameter (``self.scale_weight_norm
+    = scale_weight_norm``), as ``"self.attr" -> parameter``; the option tests read either."""
+    me = init.args.args[0].arg if init.args.args else "self"
+    out = {}
+    for stmt in init.body:
+        if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Attribute)
+                and isinstance(stmt.targets[0].value, ast.Name) and stmt.targets[0].value.id == me
+                and isinstance(stmt.value, ast.Name) and stmt.value.id in params):
+            out[f"self.{stmt.targets[0].attr}"] = stmt.value.id
+    return out
+
+
 def _option_test(test: ast.AST) -> tuple[str | None, object]:
-    """(name, None) for ``if name:``; (name, literal) for ``if name == literal:``; else (None, None)."""
-    if isinstance(test, ast.Name):
-        return test.id, None
+    """(name, None) for ``if name:``; (name, literal) for ``if name == literal:``; else (None, None).
+    A name is a parameter (``use_wn``) or ``self.<attr>``."""
+    def named(node):
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+            return f"self.{node.attr}"
+        return None
+    if named(test) is not None:
+        return named(test), None
     if (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
-            and isinstance(test.left, ast.Name) and isinstance(test.comparators[0], ast.Constant)):
-        return test.left.id, test.comparators[0].value
+            and named(test.left) is not None and isinstance(test.comparators[0], ast.Constant)):
+        return named(test.left), test.comparators[0].value
     return None, None
 
 
