@@ -11,6 +11,7 @@ import ast
 from dataclasses import dataclass, field
 
 from .evaluator.effects import function_effect
+from .evaluator.flow import resets_of
 from .evaluator.forward_results import forward_items
 from .program.copysafe_state import drop_covered
 from .findings import Finding
@@ -125,6 +126,7 @@ def analyze_file(tree: ast.AST, source: str | None = None, options: Options | No
         findings += pruning.check(tree, imports)
     if source is None or any(m in source for m in ("__getstate__", "__deepcopy__", "__reduce")):
         findings = drop_covered(findings, classes)
+    reset_elsewhere(findings, classes, imports, source)
     for f in findings:
         confidence.note_assumed(f)  # before the copy sites and the copy graph weigh the stores
     if source is None or any(w in source for w in deepcopy_calls.WORDS):
@@ -164,6 +166,50 @@ def analyze_file(tree: ast.AST, source: str | None = None, options: Options | No
     result = sorted((f for f in map(confidence.settle, unique.values())
                      if confidence.selected(f.confidence, options.confidence)), key=lambda f: f.sort_key)
     return FileAnalysis(tree, source, result, classes, imports, module)
+
+
+RESETTABLE = ("GLF001", "GLF002", "GLF003")
+
+
+def reset_elsewhere(findings: list[Finding], classes: dict, imports, source: str | None) -> None:
+    """A store on an attribute that another method of the class resets (``self.hidden.clear()``,
+    ``self.cache = None``, ``del self.x``), where the program calls that method: whether the
+    tensor is still there when a copy comes depends on the order the program calls them in, which
+    the class's own run does not show (a wrapper that clears its hook's dict after reading it, an
+    explainer that clears its masks after the masked forward). The copy graph's run, which follows
+    the program's order, proves it where it sees the copy."""
+    resets: dict[str, dict[str, set[str]]] = {}
+    project = getattr(imports, "project", None)
+    index = getattr(project, "index", None)
+    for f in findings:
+        if f.code not in RESETTABLE or not f.class_name or f.class_name not in classes or not f.attribute:
+            continue
+        info = classes[f.class_name]
+        if f.class_name not in resets:
+            resets[f.class_name] = {name: resets_of(m) for name, m in info.facts.methods.items()
+                                    if name not in ("__init__", "__setstate__", "__getstate__", "__deepcopy__")}
+        attr = f.attribute.split("[", 1)[0].split(".")[-1] if f.attribute.startswith("self.") else (
+            f.attribute.split("[", 1)[0].split(".")[0])
+        storing = f.data.get("method")
+        for name, cleared in sorted(resets[f.class_name].items()):
+            if attr not in cleared or name == storing or not _called(name, source, index):
+                continue
+            confidence.trust(f, "reset-elsewhere", f"'{attr}' is taken to be kept until a copy, although "
+                                                   f"{f.class_name}.{name}(), which the program calls, resets it")
+            break
+
+
+def _called(method: str, source: str | None, index) -> bool:
+    """Does the program call ``method`` (``.method(`` in this file, or a file of the project
+    that mentions it)?"""
+    if source is not None and f".{method}(" in source:
+        return True
+    if index is not None and hasattr(index, "mentioning"):
+        try:
+            return any(f".{method}(" in (index.text(p) or "") for p in index.mentioning(method))
+        except (OSError, ValueError):
+            return False
+    return False
 
 
 def _defines(info, line: int) -> bool:

@@ -156,6 +156,9 @@ class ClassRunner:
         # A torchmetrics Metric's batch: what its forward was given (see _call_method).
         self._batch = NOTHING
         self.stack: list[str] = []  # the methods being run, from the root (a witness's "reached")
+        # the walkers of the methods being run: a method called from a branch that runs only in
+        # eval mode runs only in eval mode too (its stores say so)
+        self._walkers: list = []
         self._public: set[str] = set()  # the public methods being run as roots (run_public)
         self._foreign: dict[int, ImportMap] = {}  # id of an inherited method of another file -> its imports
 
@@ -282,11 +285,18 @@ class ClassRunner:
         ev.grad = function_grad_mode(func, imports) if grad else _explicit_enable(func, imports)
         sink = self._sink
         walker = Walker(ev, (lambda store: None) if imports is not self.imports else (lambda store: sink(store, func)))
+        walker.eval_only = self._in_eval()
         self.stack.append(func.name)
+        self._walkers.append(walker)
         try:
             return walker.run(func.body)
         finally:
             self.stack.pop()
+            self._walkers.pop()
+
+    def _in_eval(self) -> bool:
+        """Is the method being run now inside a branch that runs only in eval mode?"""
+        return bool(self._walkers) and self._walkers[-1].eval_only
 
     def path(self) -> str:
         """How the method being run is reached from its root: ``forward -> self._step()``."""
@@ -325,7 +335,8 @@ class ClassRunner:
 
     def _run_once(self, name, func: ast.FunctionDef, pos: list[Value], kw: dict[str, Value], grad: bool) -> Value | None:
         """Run ``func`` with these values, memoised on their kinds; None inside a recursion."""
-        key = (name, tuple(_memo_kind(v) for v in pos), tuple(sorted((k, _memo_kind(v)) for k, v in kw.items())), grad)
+        key = (name, tuple(_memo_kind(v) for v in pos), tuple(sorted((k, _memo_kind(v)) for k, v in kw.items())), grad,
+               self._in_eval())
         if key in self._memo:
             return self._memo[key]
         if key in self._active or len(self._active) > 20:
