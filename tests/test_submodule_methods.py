@@ -36,10 +36,16 @@ def test_the_library_reports_what_the_submodule_methods_keep(tmp_path):
         "pkg/layer.py:17:13: GLF001 'self.weight_sampler.sigma'",
         "pkg/layer.py:17:13: GLF001 'self.weight_sampler.w'",
         "pkg/layer.py:18:9: GLF001 'self.log_variational_posterior'",
-        # Sampler.sample() is public and nothing in Sampler calls it: a root of its own (with grad on)
+    ], r.stdout
+    # Sampler.sample() is public and nothing in Sampler calls it: a root of its own, taken to run
+    # with grad on (medium); the layer's forward, which does call it, proves the same stores above
+    medium = _graphleaf("check", "--isolated", "--no-cache", "--output-format", "concise", "--confidence", "medium",
+                        "pkg", cwd=tmp_path / "p")
+    assert sorted(line.split(" keeps")[0] for line in medium.stdout.splitlines() if "sampler.py" in line) == [
         "pkg/sampler.py:16:9: GLF001 'self.sigma'",
         "pkg/sampler.py:17:9: GLF001 'self.w'",
-    ], r.stdout
+    ], medium.stdout
+    assert "[medium confidence: taken on trust: sample(), which nothing in its class calls" in medium.stdout
     assert "(from parameter self.rho): 'self.weight_sampler' holds a Sampler object (Sampler.sample() line 16" in r.stdout
     flake8 = subprocess.run([sys.executable, "-m", "flake8", "--isolated", "--select=GLF", "pkg"], capture_output=True,
                             text=True, timeout=300, cwd=tmp_path / "p")

@@ -49,11 +49,11 @@ KINDS = {
     "eval-mode": "a store that runs only in eval mode taken to run with grad on",
     "unknown-callable": "a callable whose semantics the analysis does not have, taken to carry its arguments' history",
     "own-copy": "a class with its own __deepcopy__ taken to copy the tensor",
-    "reset-elsewhere": "a stored tensor taken to be kept until a copy, although a method the program calls resets it",
+    "reset-elsewhere": "a stored tensor taken to be kept until a copy, although a method of the class clears it after running the model",
     "reset-skipped": "a class used without the reset that every call of the program is followed by",
     "unset-option": "a constructor option that no construction in the project sets, taken to be set by users",
     "hook-output": "a forward hook's input or output taken to be on the graph (the model run with grad on)",
-    "public-root": "a public method nothing in the project calls, taken to run with grad on as forward does",
+    "public-root": "a public method nothing in its class calls, taken to run with grad on as forward does",
 }
 
 

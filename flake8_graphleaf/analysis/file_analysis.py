@@ -126,7 +126,7 @@ def analyze_file(tree: ast.AST, source: str | None = None, options: Options | No
         findings += pruning.check(tree, imports)
     if source is None or any(m in source for m in ("__getstate__", "__deepcopy__", "__reduce")):
         findings = drop_covered(findings, classes)
-    reset_elsewhere(findings, classes, imports, source)
+    reset_elsewhere(findings, classes)
     for f in findings:
         confidence.note_assumed(f)  # before the copy sites and the copy graph weigh the stores
     if source is None or any(w in source for w in deepcopy_calls.WORDS):
@@ -171,44 +171,72 @@ def analyze_file(tree: ast.AST, source: str | None = None, options: Options | No
 RESETTABLE = ("GLF001", "GLF002", "GLF003")
 
 
-def reset_elsewhere(findings: list[Finding], classes: dict, imports, source: str | None) -> None:
-    """A store on an attribute that another method of the class resets (``self.hidden.clear()``,
-    ``self.cache = None``, ``del self.x``), where the program calls that method: whether the
-    tensor is still there when a copy comes depends on the order the program calls them in, which
-    the class's own run does not show (a wrapper that clears its hook's dict after reading it, an
-    explainer that clears its masks after the masked forward). The copy graph's run, which follows
-    the program's order, proves it where it sees the copy."""
-    resets: dict[str, dict[str, set[str]]] = {}
-    project = getattr(imports, "project", None)
-    index = getattr(project, "index", None)
+def reset_elsewhere(findings: list[Finding], classes: dict) -> None:
+    """A store on an attribute that another method of the class clears after using it: the method
+    runs the model (``self.net(x)``, ``self(x)``) and then resets the attribute (``self.hidden.clear()``,
+    ``self.cache = None``, or a call of a method that does: ``self.__clear_masks__()``). Whether the
+    tensor is still there when a copy comes then depends on which of the class's methods the program
+    calls, which the class's own run does not show (a wrapper that clears its hook's dict after
+    reading it, an explainer that clears its masks after the masked forward). A reset alone (a
+    ``reset()`` that the next sequence starts with) is not one. The copy graph's run, which follows
+    the program's order, proves the store where it sees the copy."""
+    cleared_after: dict[str, dict[str, str]] = {}
     for f in findings:
         if f.code not in RESETTABLE or not f.class_name or f.class_name not in classes or not f.attribute:
             continue
-        info = classes[f.class_name]
-        if f.class_name not in resets:
-            resets[f.class_name] = {name: resets_of(m) for name, m in info.facts.methods.items()
-                                    if name not in ("__init__", "__setstate__", "__getstate__", "__deepcopy__")}
+        if f.class_name not in cleared_after:
+            cleared_after[f.class_name] = _cleared_after_use(classes[f.class_name].facts)
         attr = f.attribute.split("[", 1)[0].split(".")[-1] if f.attribute.startswith("self.") else (
             f.attribute.split("[", 1)[0].split(".")[0])
-        storing = f.data.get("method")
-        for name, cleared in sorted(resets[f.class_name].items()):
-            if attr not in cleared or name == storing or not _called(name, source, index):
-                continue
+        method = cleared_after[f.class_name].get(attr)
+        if method is not None and method != f.data.get("method"):
             confidence.trust(f, "reset-elsewhere", f"'{attr}' is taken to be kept until a copy, although "
-                                                   f"{f.class_name}.{name}(), which the program calls, resets it")
-            break
+                                                   f"{f.class_name}.{method}() clears it after running the model")
 
 
-def _called(method: str, source: str | None, index) -> bool:
-    """Does the program call ``method`` (``.method(`` in this file, or a file of the project
-    that mentions it)?"""
-    if source is not None and f".{method}(" in source:
-        return True
-    if index is not None and hasattr(index, "mentioning"):
-        try:
-            return any(f".{method}(" in (index.text(p) or "") for p in index.mentioning(method))
-        except (OSError, ValueError):
-            return False
+def _cleared_after_use(facts) -> dict[str, str]:
+    """attribute -> a method of the class that calls a submodule or the module itself and, in a
+    later top-level statement, resets the attribute (itself, or through a method that does)."""
+    methods = facts.methods
+    resets = {name: resets_of(m) for name, m in methods.items() if name != "__init__"}
+    out: dict[str, str] = {}
+    for name, method in methods.items():
+        if name in ("__init__", "__setstate__", "__getstate__", "__deepcopy__") or not method.args.args:
+            continue
+        me = method.args.args[0].arg
+        ran = False
+        for stmt in method.body:
+            if ran:
+                cleared = set(resets_of(_as_method(stmt, method)))
+                for node in ast.walk(stmt):
+                    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                            and isinstance(node.func.value, ast.Name) and node.func.value.id == me):
+                        cleared |= resets.get(node.func.attr, set())
+                for attr in cleared:
+                    out.setdefault(attr, name)
+            if not ran and _runs_model(stmt, me, facts):
+                ran = True
+    return out
+
+
+def _as_method(stmt: ast.stmt, method: ast.FunctionDef) -> ast.FunctionDef:
+    """One statement of ``method`` as a method of its own (for :func:`resets_of`)."""
+    return ast.FunctionDef(name=method.name, args=method.args, body=[stmt], decorator_list=[], returns=None,
+                           type_comment=None, lineno=stmt.lineno, col_offset=0)
+
+
+def _runs_model(stmt: ast.stmt, me: str, facts) -> bool:
+    """Does the statement call a submodule (``self.net(x)``) or the module itself (``self(x)``,
+    ``self.forward(x)``)?"""
+    for node in ast.walk(stmt):
+        if not isinstance(node, ast.Call):
+            continue
+        f = node.func
+        if isinstance(f, ast.Name) and f.id == me:
+            return True
+        if (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == me
+                and (f.attr in facts.submodules or f.attr == "forward")):
+            return True
     return False
 
 

@@ -35,10 +35,13 @@ ROWS = os.path.normpath(os.path.join(HERE, "..", "..", "..", "docs", "precision-
 
 
 def read_rows(path: str = ROWS) -> list[dict]:
-    """The judged rows that the re-scan still reports: set, key, code, verdict, trust (a list)."""
+    """The judged rows that the re-scan still reports: set, key, code, verdict, trust (a list). A
+    confirmed miss (a store a run showed to break the copy) that the linter reports now is TRUE."""
     out = []
     with open(path, encoding="utf-8", newline="") as fh:
         for row in csv.DictReader((line for line in fh if not line.startswith("#")), delimiter="\t"):
+            if row.get("verdict") == "MISS":
+                row["verdict"] = "TRUE"  # a store a run showed to break the copy, reported now
             if row.get("verdict") not in ("TRUE", "FALSE") or row.get("reported") != "yes":
                 continue
             trust = [] if row.get("trust", "-") in ("-", "") else sorted(set(row["trust"].split(",")))

@@ -670,7 +670,7 @@ def check(runner: ClassRunner) -> list[Finding]:
                 store.value, store.node, store.stmt, reached=runner.path(), grad=store.grad,
                 kept=witness.KEPT_AFTER_RETURN, copied=_copied(f, store, facts, on_self))
             if runner.public_root():
-                trust(f, "public-root", f"{runner.root()}(), which nothing in the project calls, is taken to run "
+                trust(f, "public-root", f"{runner.root()}(), which nothing in its class calls, is taken to run "
                                         "with grad on as forward does")
             if store.eval_only:
                 line = getattr(runner.imports, "eval_with_grad", None)
