@@ -15,12 +15,13 @@ Every finding under a default code carries a witness (``Finding.witness``, a JSO
 ``grad``         the grad mode there
 ``kept``         why the value is still there when the call returns
 ``copied``       what ``copy.deepcopy`` copies to reach it
-``assumed``      (only where there is one) a step the analysis takes on trust: a callable whose
-                 semantics it does not have, taken to carry its arguments' history
+``assumed``      (only where there is one) the steps the analysis takes on trust: a callable whose
+                 semantics it does not have, taken to carry its arguments' history; an argument
+                 taken for an activation; an eval-only store taken to run with grad on; ...
 
 ``graphleaf check --show-witness`` prints it under each finding; the JSON and SARIF outputs carry
-it.  A finding whose chain has a guess in it (an argument nothing shows to be an activation) is
-not reported under a default code (GLF010).
+it.  A finding whose chain takes a step on trust (``Finding.trust``) is reported at a lower
+confidence level (analysis/confidence.py), not in the default selection.
 """
 
 from __future__ import annotations
