@@ -98,9 +98,11 @@ class Head(nn.Module):
         self.last = feats * 2
         return self.fc(feats)
 ''')
-    (item,) = _json("m.py", cwd=tmp_path)
-    assert item["code"] == "GLF001"
+    assert _json("m.py", cwd=tmp_path) == []  # an argument taken for an activation: not proven
+    (item,) = _json("m.py", "--confidence", "medium", cwd=tmp_path)
+    assert item["code"] == "GLF001" and item["confidence"] == "medium"
     assert "feeds into a learnable computation" in item["witness"]["source"]
+    assert "argument 'feats' is taken to be an activation" in item["witness"]["assumed"]
 
 
 def test_sarif_carries_the_witness_as_a_code_flow(tmp_path):

@@ -185,12 +185,13 @@ def _fix_in_other_files(pf: ProjectFix, every: list[str]) -> None:
 
 
 def _options(path: str):
-    """The analysis options ``graphleaf fix`` uses for ``path``: its module name and the
-    whole-program view, so that a class judged by its use in other files is judged the same."""
+    """The analysis options ``graphleaf fix --confidence low`` uses for ``path``: its module name and
+    the whole-program view, so that a class judged by its use in other files is judged the same;
+    every level, as verify's runs before and after prove or refute each fix."""
     from ...analysis import Options
     from ...project.resolver import shared_resolver
 
-    return Options(**shared_resolver().options_for(path))
+    return Options(confidence="low", **shared_resolver().options_for(path))  # the run is the proof
 
 
 def changed(pf: ProjectFix) -> bool:
