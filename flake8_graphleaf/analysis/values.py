@@ -21,6 +21,10 @@ import ast
 
 NONE, MODULE, LEAF, ARG, GRAPH = range(5)
 
+# The origin of a MODULE value that is a class, not an object (a parameter whose default is one:
+# ``def train(actor_critic=MLPActorCritic)``): calling it builds a module, it runs no forward.
+CLASS_PREFIX = "the class "
+
 KIND_NAMES = {NONE: "none", MODULE: "module", LEAF: "leaf", ARG: "arg", GRAPH: "graph"}
 
 

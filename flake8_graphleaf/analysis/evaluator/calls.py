@@ -23,7 +23,7 @@ from ..facts.torch_names import (
     int_dtype,
     looks_like_parameter,
 )
-from ..values import _guess, ARG, GRAPH, LEAF, MODULE, NOTHING, Value, _containers_only, _is_true, constant_names, join, short
+from ..values import _guess, CLASS_PREFIX, ARG, GRAPH, LEAF, MODULE, NOTHING, Value, _containers_only, _is_true, constant_names, join, short
 from ..facts.torch_names import STDLIB_NO_HISTORY, is_torch_name
 
 
@@ -243,6 +243,8 @@ class CallSemantics:
         if local is not None:
             if local.kind == MODULE and self.building:
                 return local  # a module class or factory called while building
+            if local.kind == MODULE and local.origin.startswith(CLASS_PREFIX):
+                return Value(MODULE, f"{name}(...)")  # a class held in a name: calling it builds a module
             if local.kind in (MODULE, LEAF, GRAPH):
                 return self.module_call(f"{name}(...)", pos, kw)
             return (everything if self.grad else _containers_only(everything)).assumed(f"{name}(...)")

@@ -13,6 +13,7 @@ from ..findings import Finding
 from ..evaluator.flow import Walker
 from ..program.grad_mode import function_grad_mode
 from ..evaluator.graph_tensors import ARG, GRAPH, MODULE, NOTHING, Evaluator, Value, looks_like_module_name, short
+from ..values import CLASS_PREFIX
 from ..program.imports import ImportMap
 from ..program.modules import ClassInfo
 from ..facts.sinks import COPIER_NAMES, COPIERS
@@ -144,6 +145,27 @@ def train(model: torch.nn.Module):
 """,
         ["GLF201"],
     ),
+    (
+        # a parameter whose default is a class: calling it builds a module (no forward ran), so its
+        # copy is clean; the module a caller passes in is called, and its output is on the graph
+        """
+import copy
+import torch
+import torch.nn as nn
+class Policy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(2, 2)
+    def forward(self, x):
+        return self.fc(x)
+def train(policy_cls=Policy, policy=None):
+    pi = policy_cls()
+    target = copy.deepcopy(pi)
+    out = policy(torch.randn(1, 2))
+    return target, copy.deepcopy(out)
+""",
+        ["GLF201"],
+    ),
 ]
 
 
@@ -230,8 +252,13 @@ def _glf201(scope, parents, classes, imports, module_classes, targets) -> list[F
             params = runner._root_params(scope, forward)
         else:
             params = {}
+            defaults = _defaults(scope.args)
             for a in scope.args.posonlyargs + scope.args.args + scope.args.kwonlyargs:
-                params[a.arg] = Value(MODULE, a.arg) if looks_like_module_name(a.arg) else NOTHING
+                if _is_class_ref(defaults.get(a.arg), classes):
+                    # def train(actor_critic=core.MLPActorCritic): a class; calling it builds a module
+                    params[a.arg] = Value(MODULE, f"{CLASS_PREFIX}{short(defaults[a.arg])}")
+                else:
+                    params[a.arg] = Value(MODULE, a.arg) if looks_like_module_name(a.arg) else NOTHING
         ev.env.update(params)
         if sname is not None:
             ev.env.pop(sname, None)
@@ -271,6 +298,26 @@ def _glf201(scope, parents, classes, imports, module_classes, targets) -> list[F
                 trust(f, "argument-fed", f"{f.data['origin']} is taken to be an activation: the method feeds it "
                                          "into a layer or parameter")
     return out
+
+
+def _defaults(args: ast.arguments) -> dict[str, ast.AST]:
+    """parameter name -> its default expression."""
+    positional = args.posonlyargs + args.args
+    out = {a.arg: d for a, d in zip(positional[len(positional) - len(args.defaults):], args.defaults)}
+    out.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+    return out
+
+
+def _is_class_ref(node: ast.AST | None, classes: dict) -> bool:
+    """Is ``node`` a reference to a class (``MLPActorCritic``, ``core.MLPActorCritic``): a class of
+    this file, or a CamelCase name, as classes are spelled?"""
+    if isinstance(node, ast.Name):
+        name = node.id
+    elif isinstance(node, ast.Attribute):
+        name = node.attr
+    else:
+        return False
+    return name in classes or (name[:1].isupper() and any(c.islower() for c in name) and "_" not in name)
 
 
 def _witnessed_copy(value, node: ast.Call, scope, grad: bool, f: Finding) -> Finding:
