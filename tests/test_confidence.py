@@ -148,3 +148,28 @@ def test_the_table_is_what_the_committed_verdicts_give():
     rows = calibrate.read_rows()
     assert calibrate.render(calibrate.build(rows)) == Path(calibrate.TABLE).read_text(encoding="utf-8")
     assert calibrate.main(["--check"]) == 0
+
+
+def test_flake8_keeps_noqa_written_for_the_retired_code(project):
+    (project / "model.py").write_text(MODEL.replace("self.seen = x", "self.seen = x  # noqa: GLF010"))
+    base = [sys.executable, "-m", "flake8", "--isolated", "--select=GLF", "--graphleaf-confidence=low", "."]
+    r = subprocess.run(base, capture_output=True, text=True, timeout=300, cwd=project)
+    assert codes(r.stdout) == [PROVEN], r.stdout + r.stderr
+
+
+def test_a_flake8_config_chooses_the_level_for_both_faces(project):
+    (project / "setup.cfg").write_text("[flake8]\nextend-select = GLF\ngraphleaf-confidence = medium\n")
+    r = subprocess.run([sys.executable, "-m", "flake8", "--select=GLF", "."], capture_output=True, text=True,
+                       timeout=300, cwd=project)
+    assert codes(r.stdout) == [ON_TRUST, PROVEN], r.stdout + r.stderr
+    assert codes(check(project).stdout) == [ON_TRUST, PROVEN]  # graphleaf reads the same [flake8] section
+
+
+def test_fix_follows_the_selection(project):
+    r = graphleaf("fix", "--isolated", "--no-cache", "--unsafe-fixes", ".", cwd=project)
+    assert r.returncode == 0, r.stdout + r.stderr
+    left = check(project, "--isolated", "--confidence", "low")
+    assert codes(left.stdout) == [ON_TRUST]  # the proven store is fixed; the one on trust is not selected
+    r = graphleaf("fix", "--isolated", "--no-cache", "--unsafe-fixes", "--confidence", "medium", ".", cwd=project)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert codes(check(project, "--isolated", "--confidence", "low").stdout) == []
