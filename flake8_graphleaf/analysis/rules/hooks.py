@@ -17,6 +17,8 @@ import os
 
 from .. import witness
 from ..findings import Finding
+from ..confidence import trust
+from ..program.grad_mode import grad_mode_of
 from ..evaluator.flow import Store, Walker
 from ..program.grad_mode import function_grad_mode
 from ..evaluator.graph_tensors import ARG, GRAPH, MODULE, Evaluator, Value
@@ -122,6 +124,39 @@ class Saver:
 """,
         [],
     ),
+    (
+        # a hook registered by script code whose every later call runs under no_grad: that it
+        # fires with grad on is taken on trust (the program shows the opposite)
+        """
+import torch, torch.nn as nn
+def main():
+    net = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+    net[0].outs = []
+    def save(m, x, y):
+        m.outs.append(y)
+    net[0].register_forward_hook(save)
+    with torch.no_grad():
+        net(torch.randn(1, 2))
+    print(len(net[0].outs))
+main()
+""",
+        ["GLF003?"],
+    ),
+    (
+        # ... and where a later call runs with grad on, the store is proven
+        """
+import torch, torch.nn as nn
+def main():
+    net = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+    net[0].outs = []
+    def save(m, x, y):
+        m.outs.append(y)
+    net[0].register_forward_hook(save)
+    net(torch.randn(1, 2)).sum().backward()
+main()
+""",
+        ["GLF003"],
+    ),
 ]
 
 FORWARD = {"register_forward_hook": "forward", "register_forward_pre_hook": "pre",
@@ -170,8 +205,70 @@ def check(tree: ast.AST, imports: ImportMap, classes: dict[str, ClassInfo], modu
         # Global hooks (register_module_forward_hook) live in a dict of torch's, not on any
         # module: deepcopy(model) reaches only what they store on the module they get.
         is_global = "register_module_" in ast.unparse(call.func)
-        out += _check_hook(hook, kind, with_kwargs, imports, module_classes, call, is_global)
+        found = _check_hook(hook, kind, with_kwargs, imports, module_classes, call, is_global)
+        if found and (cls is None or not cls.facts.is_module):
+            where = _fired_only_without_grad(call, scope if scope is not None else tree, parents, imports)
+            for f in found:
+                if where is not None:
+                    trust(f, "hook-output", f"the model is taken to run with grad on when the hook fires, though every "
+                                            f"call after its registration in {where} runs under torch.no_grad()")
+        out += found
     return out
+
+
+# Calls that run no model: what follows a hook's registration may call them with grad on.
+_NO_MODEL_CALLS = frozenset({
+    "print", "len", "range", "enumerate", "zip", "str", "int", "float", "bool", "list", "dict", "tuple", "set",
+    "isinstance", "open", "format", "sorted", "min", "max", "sum", "abs", "round", "repr", "getattr", "setattr",
+    "hasattr", "iter", "next", "map", "filter", "any", "all", "type", "super",
+    "append", "extend", "item", "cpu", "numpy", "tolist", "detach", "write", "close", "save", "savefig", "plot",
+    "show", "figure", "format", "join", "split", "keys", "values", "items", "update", "register_forward_hook",
+    "register_forward_pre_hook", "register_full_backward_hook", "register_backward_hook", "remove",
+})
+
+
+def _fired_only_without_grad(call: ast.Call, scope: ast.AST, parents, imports) -> str | None:
+    """Where a hook registered by script code (a plain function, or the module level) can only
+    fire under ``torch.no_grad()``: every call after the registration that may run a model is
+    inside a no_grad block, and at least one is; the function returns nothing a caller could run
+    with grad on. The name of the function ("module-level code"), or None."""
+    body = getattr(scope, "body", None)
+    if not isinstance(body, list):
+        return None
+    stmt = call
+    while stmt is not None and parents.get(stmt) is not scope:
+        stmt = parents.get(stmt)
+    if stmt is None or stmt not in body:
+        return None
+    after = body[body.index(stmt) + 1:]
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+            isinstance(n, ast.Return) and n.value is not None for s in after for n in ast.walk(s)):
+        return None  # a caller gets something back: it may run the model with grad on
+    without = [0]
+
+    def visit(node, grad: bool) -> bool:
+        """False when a call that may run a model runs with grad on."""
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            inner = grad
+            for item in node.items:
+                if isinstance(item.context_expr, ast.Call):
+                    inner = grad_mode_of(item.context_expr, imports, inner)
+            return all(visit(child, inner) for child in node.body)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            return True  # defined, not run here
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+            qual = imports.qualname(f) or ""
+            if name not in _NO_MODEL_CALLS and not qual.startswith("torch."):
+                if grad:
+                    return False
+                without[0] += 1
+        return all(visit(child, grad) for child in ast.iter_child_nodes(node))
+
+    if all(visit(s, True) for s in after) and without[0]:
+        return f"{scope.name}()" if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) else "module-level code"
+    return None
 
 
 def check_inherited(tree: ast.AST, imports: ImportMap, classes: dict[str, ClassInfo], module_classes: set[str],
