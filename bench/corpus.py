@@ -66,6 +66,7 @@ ALIASES = {
     "laplace": "laplace-torch",
     "lucent": "torch-lucent",
     "mace": "mace-torch",
+    "onmt": "OpenNMT-py",
     "optimum": "optimum-quanto",
     "pina": "pina-mathlab",
     "pl_bolts": "lightning-bolts",
