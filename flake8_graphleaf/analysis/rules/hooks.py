@@ -227,6 +227,28 @@ _NO_MODEL_CALLS = frozenset({
 })
 
 
+def _runs_no_model_with_grad(node: ast.AST, grad: bool, imports, without: list) -> bool:
+    """False when a call under ``node`` that may run a model runs with grad on; ``without[0]``
+    counts those that run under no_grad. (A function of the module, not a closure: no cycle.)"""
+    if isinstance(node, (ast.With, ast.AsyncWith)):
+        inner = grad
+        for item in node.items:
+            if isinstance(item.context_expr, ast.Call):
+                inner = grad_mode_of(item.context_expr, imports, inner)
+        return all(_runs_no_model_with_grad(child, inner, imports, without) for child in node.body)
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+        return True  # defined, not run here
+    if isinstance(node, ast.Call):
+        f = node.func
+        name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+        qual = imports.qualname(f) or ""
+        if name not in _NO_MODEL_CALLS and not qual.startswith("torch."):
+            if grad:
+                return False
+            without[0] += 1
+    return all(_runs_no_model_with_grad(child, grad, imports, without) for child in ast.iter_child_nodes(node))
+
+
 def _fired_only_without_grad(call: ast.Call, scope: ast.AST, parents, imports) -> str | None:
     """Where a hook registered by script code (a plain function, or the module level) can only
     fire under ``torch.no_grad()``: every call after the registration that may run a model is
@@ -245,28 +267,7 @@ def _fired_only_without_grad(call: ast.Call, scope: ast.AST, parents, imports) -
             isinstance(n, ast.Return) and n.value is not None for s in after for n in ast.walk(s)):
         return None  # a caller gets something back: it may run the model with grad on
     without = [0]
-
-    def visit(node, grad: bool) -> bool:
-        """False when a call that may run a model runs with grad on."""
-        if isinstance(node, (ast.With, ast.AsyncWith)):
-            inner = grad
-            for item in node.items:
-                if isinstance(item.context_expr, ast.Call):
-                    inner = grad_mode_of(item.context_expr, imports, inner)
-            return all(visit(child, inner) for child in node.body)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            return True  # defined, not run here
-        if isinstance(node, ast.Call):
-            f = node.func
-            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
-            qual = imports.qualname(f) or ""
-            if name not in _NO_MODEL_CALLS and not qual.startswith("torch."):
-                if grad:
-                    return False
-                without[0] += 1
-        return all(visit(child, grad) for child in ast.iter_child_nodes(node))
-
-    if all(visit(s, True) for s in after) and without[0]:
+    if all(_runs_no_model_with_grad(s, True, imports, without) for s in after) and without[0]:
         return f"{scope.name}()" if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) else "module-level code"
     return None
 
