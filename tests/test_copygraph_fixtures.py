@@ -39,6 +39,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # end to end: run by `python -m pytest -m slow` and .ci/run
+
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = ROOT / "fixtures" / "projects" / "copygraph"
 PACKAGE = PROJECT / "shopgraph"

@@ -11,7 +11,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 INCIDENTS = os.path.join("fixtures", "incidents")
 
-pytestmark = pytest.mark.torch
+pytestmark = [pytest.mark.torch, pytest.mark.slow]
 
 
 def run(*args, cwd=ROOT, module="flake8_graphleaf"):

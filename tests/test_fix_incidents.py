@@ -13,7 +13,7 @@ import pytest
 
 from test_cli import FIXTURES, run
 
-pytestmark = pytest.mark.torch
+pytestmark = [pytest.mark.torch, pytest.mark.slow]
 INCIDENTS = FIXTURES / "incidents"
 
 

@@ -14,7 +14,7 @@ from test_cli import ROOT, run
 
 PROJECTS = ROOT / "fixtures" / "projects"
 
-pytestmark = pytest.mark.torch
+pytestmark = [pytest.mark.torch, pytest.mark.slow]
 
 
 def _python(cwd, env_extra=None):

@@ -17,6 +17,8 @@ from flake8_graphleaf.cli.check import check_one  # noqa: E402
 from flake8_graphleaf.cli.fixing import fix_one  # noqa: E402
 from flake8_graphleaf.cli.config import Settings  # noqa: E402
 
+pytestmark = pytest.mark.slow  # end to end: run by `python -m pytest -m slow` and .ci/run
+
 SETTINGS = Settings(root=Path.cwd())
 BOUNDED = settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
 

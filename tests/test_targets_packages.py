@@ -8,7 +8,7 @@ import pytest
 from test_cli import run
 
 pytest.importorskip("torch")
-pytestmark = pytest.mark.torch
+pytestmark = [pytest.mark.torch, pytest.mark.slow]
 
 BASE = "import torch.nn as nn\n\n\nclass BaseModel(nn.Module):\n    pass\n"
 MODEL = '''\

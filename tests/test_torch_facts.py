@@ -8,6 +8,8 @@ import pytest
 
 from flake8_graphleaf.analysis.facts import torch_facts
 
+pytestmark = pytest.mark.slow  # end to end: run by `python -m pytest -m slow` and .ci/run
+
 TABLE = os.path.join(os.path.dirname(torch_facts.__file__), "semantics.json")
 
 
