@@ -101,8 +101,13 @@ def note_assumed(f: Finding) -> Finding:
     return f
 
 
+def _lowering(steps: list[dict], calibration: dict | None = None) -> int:
+    """How many of the steps (one per kind) lower the level."""
+    return sum(lowers(t["kind"], calibration) for t in steps)
+
+
 def level_of(steps: list[dict], calibration: dict | None = None) -> str:
-    n = len({t["kind"] for t in steps if lowers(t["kind"], calibration)})
+    n = _lowering(steps, calibration)
     return "high" if n == 0 else "medium" if n == 1 else "low"
 
 
@@ -122,7 +127,7 @@ def settle(f: Finding, calibration: dict | None = None) -> Finding:
 
 def better(a: Finding, b: Finding) -> bool:
     """Is ``a`` surer than ``b`` (fewer steps that lower the level)?"""
-    return (sum(lowers(t["kind"]) for t in a.trust), len(a.trust)) < (sum(lowers(t["kind"]) for t in b.trust), len(b.trust))
+    return (_lowering(a.trust), len(a.trust)) < (_lowering(b.trust), len(b.trust))
 
 
 def selected(level: str, floor: str) -> bool:
