@@ -649,6 +649,43 @@ class Neuron(nn.Module):
 """,
         [],
     ),
+    (
+        # a cache the class clears after running the model (a wrapper reads it, then clears it):
+        # that it is still there at a copy is taken on trust (reset-elsewhere)
+        """
+import torch.nn as nn
+class Wrapper(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Linear(2, 2)
+        self.hidden = None
+    def forward(self, x):
+        self.hidden = self.net(x)
+        return self.hidden * 2
+    def embed(self, x):
+        out = self(x)
+        self.hidden = None
+        return out
+""",
+        ["GLF001?"],
+    ),
+    (
+        # ... but a reset() that runs no model (a new sequence starts with it) proves nothing
+        """
+import torch.nn as nn
+class Attention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(2, 2)
+        self.keys = None
+    def reset(self):
+        self.keys = None
+    def forward(self, x):
+        self.keys = self.proj(x)
+        return self.keys.sum()
+""",
+        ["GLF001"],
+    ),
 ]
 
 
