@@ -39,6 +39,7 @@ from .deepcopy import fix_deepcopy
 from .hooks import hook_detach
 from .legacy_norm import fix_legacy, fix_weight_drop
 from .processes import fix_process_send
+from .shapes import known_shape
 from .stores import container_detach, detached_mirror, rename_to_local
 from .usage import ProjectReads, is_private, usage_of
 
@@ -69,7 +70,7 @@ def attach_fixes(tree: ast.Module, text: Text, findings: list[Finding], classes:
             if code in STORE_RULES:
                 choice = _choose_store_fix(f, ctx, code)
                 if isinstance(choice, tuple):  # ("copysafe", name, fallback)
-                    copysafe.setdefault(f.class_name, []).append((f, choice[1], choice[2]))
+                    copysafe.setdefault(_holder(f, ctx), []).append((f, choice[1], choice[2]))
                 else:
                     f.fix = choice
                 continue
@@ -94,7 +95,7 @@ def attach_fixes(tree: ast.Module, text: Text, findings: list[Finding], classes:
             if name not in names:
                 names.append(name)
         try:
-            how, build = copysafe_edit(ctx, class_name, names)
+            how, build = copysafe_edit(ctx, class_name, names, {n: known_shape(ctx, n) for n in names})
         except NoFix as exc:
             for f, _, fallback in items:
                 f.fix = fallback
@@ -105,15 +106,51 @@ def attach_fixes(tree: ast.Module, text: Text, findings: list[Finding], classes:
         fix = Fix(SAFE, f"{verb} {class_name}.__getstate__ so that copies (copy.deepcopy, pickle, torch.save) get "
                         f"detached values of {quoted}; the live object keeps its graph tensors, so nothing the "
                         "program computes changes", build=_built_later(build))
+        kept = [f.data["kept_attached"] for f, _, _ in items if f.data.get("kept_attached")]
+        if kept:
+            fix.description += f" ({kept[0]})"
         for f, _, _ in items:
             f.fix = fix
 
 
+def _holder(f: Finding, ctx: Context) -> str | None:
+    """The class of this file whose copies the copy-safe fix changes: the storing method's own
+    class, or (a store the copy graph followed into an object it knows, such as a hook filling
+    ``model.activations[name]``) the class of the object stored into."""
+    if f.class_name in ctx.classes and on_self(f, ctx.classes):
+        return f.class_name
+    holder = f.data.get("holder_class")
+    return holder if holder in ctx.classes and _PLAIN_STORE.fullmatch(f.attribute or "") else None
+
+
+_PLAIN_STORE = re.compile(r"[A-Za-z_]\w*\.[A-Za-z_]\w*(\[\.\.\.\])?")
+
+
+def _store_statement_outside_value(ctx: Context, detach: Fix) -> set[int]:
+    """The nodes of the storing statements a ``.detach()`` fix edits, except the stored value: the
+    target ``self.x``, the name in ``register_buffer("x", v)`` / ``setattr(obj, "x", v)`` are the
+    store, not readers; a read of ``self.x`` inside the value (a recurrence) is one."""
+    out: set[int] = set()
+    edited = {(e.line, e.col) for e in detach.edits}
+    for stmt in ast.walk(ctx.tree):
+        if not isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Expr)) or not any(
+                line in range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1) for line, _ in edited):
+            continue
+        values = [v for v in ast.walk(stmt) if isinstance(v, ast.expr) and hasattr(v, "lineno")
+                  and (v.lineno, ctx.text.char_col(v.lineno, v.col_offset)) in edited]
+        if not values:
+            continue
+        inside = {id(n) for v in values for n in ast.walk(v)}
+        out |= {id(n) for n in ast.walk(stmt) if id(n) not in inside}
+    return out
+
+
 def _choose_store_fix(f: Finding, ctx: Context, code: str):
     """A Fix, None, or ("copysafe", name, fallback Fix | None) for a store finding."""
-    info = ctx.classes.get(f.class_name or "")
+    holder = _holder(f, ctx)
+    info = ctx.classes.get(holder or f.class_name or "")
     name = stored_name(f, info.node if info is not None else ctx.tree)
-    mine = info is not None and on_self(f, ctx.classes)
+    mine = holder is not None
     if code == "GLF003":
         candidates = [hook_detach(f, ctx)]
     elif code == "GLF001":
@@ -149,6 +186,17 @@ def _choose_store_fix(f: Finding, ctx: Context, code: str):
     why = ("a public attribute may be read outside the checked paths" if not private
            else "readers in the project use its value or its gradient")
     if detach is not None:
+        # Never cut a gradient the program uses: a reader in the checked paths that uses the value
+        # (a loss summing a stored regularizer, the next step of a recurrence) keeps it attached,
+        # whatever the setting; the copy-safe state is the fix then.
+        use = usage_of(ctx, name, _store_statement_outside_value(ctx, detach))
+        users = [r for r in use.readers if not r.endswith("(inspection)")]
+        if users:
+            f.data["kept_attached"] = (f"no .detach(): {users[0]} uses '{name}'"
+                                       + (f" (and {len(users) - 1} more)" if len(users) > 1 else "")
+                                       + ", and its gradient may reach a loss")
+            detach = None
+    if detach is not None:
         fallback = Fix(UNSAFE, f"{detach.description}; {why}", detach.edits)
     elif rename is not None:
         skip = set(map(id, ast.walk(method))) if method is not None else set()
@@ -162,8 +210,9 @@ def _choose_store_fix(f: Finding, ctx: Context, code: str):
     if mine:
         return ("copysafe", name, fallback)
     if fallback is None:
-        f.data["no_fix"] = ("the store is not on the object whose class is defined here (no __getstate__ to add), "
-                            "and the value is not certainly one tensor")
+        f.data["no_fix"] = f.data.get("kept_attached") or (
+            "the store is not on the object whose class is defined here (no __getstate__ to add), "
+            "and the value is not certainly one tensor")
     return fallback
 
 

@@ -79,6 +79,18 @@ _LOOP = '''for name in {names}:
         state[name] = detached(state[name])
 '''
 
+# The copy-safe state for attributes whose shape the file shows (see :mod:`.shapes`): one line
+# per attribute instead of the generic walker.
+_SMALL_HELPER = '''def detached(t):
+    return t.detach() if isinstance(t, {torch}.Tensor) and t.grad_fn is not None else t
+'''
+
+_SMALL_LINE = {
+    "tensor": 'state["{name}"] = detached(state["{name}"])',
+    "list": 'state["{name}"] = [detached(t) for t in state["{name}"]]',
+    "dict": 'state["{name}"] = {{key: detached(t) for key, t in state["{name}"].items()}}',
+}
+
 ALL = "*"  # every entry of the state: attributes named at run time
 BUFFERS = "_buffers"  # an nn.Module's registered buffers live in state["_buffers"]
 
@@ -158,10 +170,12 @@ def _recognised_start(stmt: ast.stmt) -> bool:
     }
 
 
-def copysafe_edit(ctx, class_name: str, names: list[str]):
+def copysafe_edit(ctx, class_name: str, names: list[str], shapes: dict[str, str] | None = None):
     """(how, build): ``how`` is "add" or "extend"; ``build()`` makes the Edit that makes copies of
-    ``class_name`` hold detached values of ``names``.  Raises NoFix, from the ``ast`` alone, when
-    there is no such fix; only ``build`` uses libcst (``check`` never calls it)."""
+    ``class_name`` hold detached values of ``names``.  ``shapes``: name -> "tensor", "list" or
+    "dict" where the file shows it; when every name has one, the method is the small one (a line
+    per attribute), else the generic walker.  Raises NoFix, from the ``ast`` alone, when there is
+    no such fix; only ``build`` uses libcst (``check`` never calls it)."""
     info = ctx.classes.get(class_name)
     if info is None:
         raise NoFix(f"class '{class_name}' is not defined in this file")
@@ -174,13 +188,30 @@ def copysafe_edit(ctx, class_name: str, names: list[str]):
         if other in own:
             raise NoFix(f"class '{class_name}' defines {other}, which copies use instead of __getstate__")
     names = list(names)
+    small = _small_entries(ctx, info, names, shapes or {})
     if ALL in names:
         names = [ALL]
     elif info.facts.is_module and BUFFERS not in names:
         names.append(BUFFERS)  # a buffer reassigned in forward lives in _buffers, not in __dict__
     getstate = next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "__getstate__"), None)
     if getstate is None:
+        if small is not None:
+            return "add", lambda: _add_small(ctx, info, class_name, small)
         return "add", lambda: _add_method(ctx, info, class_name, names)
+    if _is_small(getstate):
+        have = _small_names(getstate)
+        if small is None:
+            # a name whose shape the file does not show: the small method becomes the generic one,
+            # for its names and the new ones
+            merged = [ALL] if ALL in names else [n for n in have if n != BUFFERS] + [
+                n for n in names if n not in have and n != BUFFERS]
+            if ALL not in merged and (BUFFERS in have or BUFFERS in names):
+                merged.append(BUFFERS)
+            return "extend", lambda: _replace_method(ctx, info, getstate, merged)
+        missing = [(n, k) for n, k in small if n not in have]
+        if not missing:
+            raise Covered("already covered")
+        return "extend", lambda: _extend_small(ctx, getstate, missing)
     # An existing __getstate__: ours (extend its list) or a recognisable one (extend it).
     for n in ast.walk(getstate):
         if not (isinstance(n, ast.For) and isinstance(n.target, ast.Name) and n.target.id == "name"):
@@ -248,3 +279,116 @@ def _extend_theirs(ctx, getstate: ast.FunctionDef, last: ast.Return, names: list
             new_body += [stmts[0].with_changes(leading_lines=[cst.EmptyLine(indent=False)])] + list(stmts[1:])
         new_body.append(s)
     return replace(ctx, fdef, fdef.with_changes(body=fdef.body.with_changes(body=new_body)))
+
+
+# -- the small copy-safe state: attributes whose shape the file shows -------------------------------
+
+def _registered_buffers(ctx, info) -> set[str]:
+    """Names the class registers as buffers (``self.register_buffer("name", ...)``): their values
+    live in ``state["_buffers"]``, not under their own name."""
+    out = set()
+    for n in ast.walk(info.node):
+        if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "register_buffer"
+                and n.args and isinstance(n.args[0], ast.Constant) and isinstance(n.args[0].value, str)):
+            out.add(n.args[0].value)
+    return out | set(getattr(info.facts, "buffers", ()) or ())
+
+
+def _small_entries(ctx, info, names: list[str], shapes: dict[str, str]) -> list[tuple[str, str]] | None:
+    """[(state key, shape)] for the small method, or None when a name's shape is not known."""
+    if ALL in names:
+        return None
+    buffers = _registered_buffers(ctx, info) if info.facts.is_module else set()
+    out: list[tuple[str, str]] = []
+    for name in names:
+        if name == BUFFERS or name in buffers:
+            entry = (BUFFERS, "dict")  # registered buffers: detached by name in state["_buffers"]
+        elif shapes.get(name) in _SMALL_LINE:
+            entry = (name, shapes[name])
+        else:
+            return None
+        if entry not in out:
+            out.append(entry)
+    # a base class this file does not show may keep its own state in ways only the walker handles
+    if info.local_bases and _base_defines_getstate(ctx, info):
+        return None
+    return out
+
+
+def _small_lines(entries: list[tuple[str, str]]) -> str:
+    code = ""
+    for name, shape in entries:
+        code += f'if state.get("{name}") is not None:\n    ' + _SMALL_LINE[shape].format(name=name) + "\n"
+    return code
+
+
+def _small_method(ctx, info, entries: list[tuple[str, str]]) -> str:
+    torch, prelude = _torch_prelude(ctx)
+    quoted = ", ".join(f"'{n}'" for n, _ in entries if n != BUFFERS)
+    what = (f"{quoted} and the buffers" if quoted and any(n == BUFFERS for n, _ in entries)
+            else quoted or "the buffers")
+    if info.facts.is_module or _base_defines_getstate(ctx, info):
+        head = "state = dict(super().__getstate__())\n"
+    elif not info.node.bases:
+        head = "state = self.__dict__.copy()\n"
+    else:
+        head = ('base = getattr(super(), "__getstate__", None)  # object has none before Python 3.11\n'
+                "state = dict((base() if base is not None else self.__dict__) or {})\n")
+    body = ("# graphleaf: copies (copy.deepcopy, pickle, torch.save) get detached values of\n"
+            f"# {what}; this object keeps its graph tensors.\n" + prelude + head + "\n"
+            + _SMALL_HELPER.format(torch=torch) + "\n" + _small_lines(entries) + "return state\n")
+    return "def __getstate__(self):\n" + "".join("    " + ln if ln.strip() else ln for ln in body.splitlines(True))
+
+
+def _add_small(ctx, info, class_name: str, entries):
+    import libcst as cst
+
+    module, _ = parse(ctx)
+    target = find(ctx, cst.ClassDef, info.node.lineno, None, lambda c: c.name.value == class_name)
+    method = cst.parse_statement(_reindent(_small_method(ctx, info, entries), indent_unit(ctx)),
+                                 config=module.config_for_parsing)
+    method = method.with_changes(leading_lines=[cst.EmptyLine(indent=False)])
+    body = target.body
+    return replace(ctx, target, target.with_changes(body=body.with_changes(body=list(body.body) + [method])))
+
+
+def _is_small(getstate: ast.FunctionDef) -> bool:
+    """The small method this module writes: a nested ``detached(t)`` and ``return state``."""
+    inner = [s for s in getstate.body if isinstance(s, ast.FunctionDef)]
+    last = getstate.body[-1]
+    return (len(inner) == 1 and inner[0].name == "detached" and [a.arg for a in inner[0].args.args] == ["t"]
+            and isinstance(last, ast.Return) and isinstance(last.value, ast.Name) and last.value.id == "state")
+
+
+def _small_names(getstate: ast.FunctionDef) -> set[str]:
+    out = set()
+    for n in ast.walk(getstate):
+        if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store) and isinstance(n.slice, ast.Constant):
+            out.add(n.slice.value)
+    return out
+
+
+def _extend_small(ctx, getstate: ast.FunctionDef, entries):
+    import libcst as cst
+
+    module, _ = parse(ctx)
+    last = getstate.body[-1]
+    stmts = cst.parse_module(_reindent(_small_lines(entries), indent_unit(ctx)), config=module.config_for_parsing).body
+    ret = find(ctx, cst.SimpleStatementLine, last.lineno, ctx.text.char_col(last.lineno, last.col_offset))
+    fdef = find(ctx, cst.FunctionDef, getstate.lineno, None, lambda f: f.name.value == "__getstate__")
+    new_body = []
+    for s in fdef.body.body:
+        if s is ret:
+            new_body += list(stmts)
+        new_body.append(s)
+    return replace(ctx, fdef, fdef.with_changes(body=fdef.body.with_changes(body=new_body)))
+
+
+def _replace_method(ctx, info, getstate: ast.FunctionDef, names: list[str]):
+    import libcst as cst
+
+    module, _ = parse(ctx)
+    fdef = find(ctx, cst.FunctionDef, getstate.lineno, None, lambda f: f.name.value == "__getstate__")
+    method = cst.parse_statement(_reindent(new_method(ctx, info, names), indent_unit(ctx)),
+                                 config=module.config_for_parsing)
+    return replace(ctx, fdef, method.with_changes(leading_lines=fdef.leading_lines))

@@ -121,15 +121,23 @@ def _where(f: Finding, source_lines: list[str]) -> tuple:
 NOT_REMOVED = "the fix did not remove the finding"
 
 
+# The findings at a copy or a send: they are consequences of the stores they name (a fix of one
+# store may leave the copy failing for another store, which the copy's finding then names).
+SITE_CODES = frozenset({"GLF201", "GLF202", "GLF301"})
+
+
 def _broken(before: list[Finding], chosen: list[Finding], after: list[Finding]) -> tuple[set, bool]:
-    """(identities of chosen findings still there after the round, whether a finding was added)."""
+    """(identities of chosen findings still there after the round, whether the round added a
+    finding of its own kind).  A fix is judged by the findings it owns: a copy site that still
+    fails because of another store (and now names that store) is not a finding this fix added."""
     from collections import Counter
 
     was = Counter(_identity(f) for f in before)
     now = Counter(_identity(f) for f in after)
     fixed = Counter(_identity(f) for f in chosen)
     still = {k for k, n in fixed.items() if now[k] > was[k] - n}
-    added = any(now[k] > was[k] for k in now)
+    own = {f.code for f in chosen} - SITE_CODES
+    added = any(now[k] > was[k] for k in now if k[0] in own)
     return still, added
 
 
@@ -193,6 +201,16 @@ def fix_source(
                 continue
             chosen.append(f)
             taken.add(list(f.fix.edits))
+        if any(c.code not in SITE_CODES for c in chosen) and any(c.code in SITE_CODES for c in chosen):
+            # Stores before the copy sites they cause: the copy may work once its stores are fixed,
+            # and is fixed in a later round only if it still fails then.
+            chosen = [c for c in chosen if c.code not in SITE_CODES]
+            taken = _Taken()
+            added: set[int] = set()
+            for c in chosen:
+                if id(c.fix) not in added:  # one copy-safe edit may fix several findings
+                    added.add(id(c.fix))
+                    taken.add(list(c.fix.edits))
         if not chosen:
             break
         new = apply_edits(current, taken.all())

@@ -342,7 +342,10 @@ def _store(kept: Kept, sink: Sink, here: str, module: str, classes: dict) -> Fin
         "or clear it before the copy",
         attribute=kept.target,
         data={"kind": "copy-graph", "copied_at": sink.node.lineno, "method": kept.method, "root": kept.root,
-              "on_self": kept.on_self},
+              "on_self": kept.on_self,
+              # the holder's class when it is defined in this file, whoever stores into it (a hook
+              # or a training step filling model.activations): the copy-safe fix's class
+              "holder_class": _local_class(kept.holder, here, classes)},
         # the holder's class, when it is defined in this file and the store is its own method's on
         # its own object: the copy-safe fix gives it a __getstate__
         class_name=_local_class(kept.holder, here, classes) if kept.on_self else None)
