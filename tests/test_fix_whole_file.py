@@ -88,3 +88,17 @@ def test_a_stored_regularizer_keeps_its_gradient_and_its_copy_works(tmp_path):
     lines = after.stdout.splitlines()
     assert lines[:3] == losses  # the training numbers, as repr() of the floats: bitwise the same
     assert lines[3].startswith("copied ")
+
+
+def test_a_training_step_store_on_the_model_it_is_given_gets_the_model_class_copy_safe_state(tmp_path):
+    """``model.last_out = model(x)`` in a function: the class comes from the call sites (the copy
+    graph's run), the class gets the copy-safe state, and the function's finding goes with it."""
+    pytest.importorskip("torch")
+    script = tmp_path / "step.py"
+    shutil.copyfile(FIX / "train_step_store.py", script)
+    assert _python(script, tmp_path).returncode != 0
+    r = run("fix", script.name, cwd=tmp_path)
+    assert "GLF001 fixed: add Net.__getstate__" in r.stdout and "0 left" in r.stdout, r.stdout
+    after = _python(script, tmp_path)
+    assert after.returncode == 0 and after.stdout.strip() == "torch.Size([2, 4])", after.stderr
+    assert run("check", script.name, cwd=tmp_path).returncode == 0

@@ -32,12 +32,13 @@ import ast
 import os
 from dataclasses import dataclass, field
 
+from . import copy_protocol
 from .calls import is_property
 from .flow import CONTAINER_MUTATORS, Store, Walker, target_root
 from ..program.grad_mode import function_grad_mode
 from .graph_tensors import ARG, GRAPH, LEAF, MODULE, NOTHING, Evaluator, Value, join
 from ..values import short
-from ..program.helper_objects import copies_itself, file_classes
+from ..program.helper_objects import file_classes
 from .scopes import _explicit_enable, bind, self_name, settle_flags
 from ..facts.sinks import COPIER_NAMES as _COPIER_NAMES, COPIERS as _COPIERS, LOADERS as _LOADERS, QUEUES as _QUEUES
 from ..facts.sinks import SPAWNERS as _SPAWNERS, TENSOR_DATASETS as _TENSOR_DATASETS, is_mp as _mp, with_workers
@@ -160,6 +161,9 @@ class Program:
         # sets on the object and every module under it; absent where the run cannot tell
         self.modes: dict[tuple, bool] = {}
         self.mode_changes = 0  # a call run again after a mode changed is not the same call
+        # stores of graph tensors a copy met and did not take, because the holder's __getstate__
+        # detaches or drops them: (path, line)
+        self.covered: set[tuple] = set()
 
     def set_mode(self, atoms, mode: bool | None) -> None:
         """``.train(mode)`` / ``.eval()`` on the objects ``atoms``: on them and on the modules
@@ -212,30 +216,9 @@ class Program:
 
     # -- the heap -----------------------------------------------------------------
     def reach(self, types) -> list[Kept]:
-        """The graph tensors kept where a deep copy of objects of ``types`` goes."""
-        todo = list(flatten(types))
-        seen: set = set()
-        out: list[Kept] = []
-        while todo:
-            atom = todo.pop()
-            if atom in seen or atom[0] not in ("obj", "alloc", "bound", "partial"):
-                continue
-            seen.add(atom)
-            if atom[0] == "bound":
-                todo.append(atom[3])  # deepcopy of a bound method copies its __self__
-                continue
-            if atom[0] == "partial":
-                todo += list(flatten(self.partials[atom[1]][2]))
-                continue
-            if atom[0] == "obj" and self._copies_itself(atom[1]):
-                continue  # its own __getstate__ / __deepcopy__ decides what a copy holds
-            for (holder, attr), kept in self.kept.items():
-                if holder == atom:
-                    out.append(kept)
-            for (holder, attr), held in self.held.items():
-                if holder == atom:
-                    todo += list(held)
-        return sorted(out, key=lambda k: (k.path, k.node.lineno, k.node.col_offset))
+        """The graph tensors kept where a deep copy of objects of ``types`` goes (what each class's
+        copy protocol lets a copy reach: :mod:`.copy_protocol`)."""
+        return copy_protocol.reach(self, types, flatten)
 
     def in_scope(self, imports, qual: str | None) -> bool:
         """Is ``qual`` defined in a file of the run's folder or below (found without parsing)?
@@ -261,6 +244,7 @@ class Program:
         light = Program(self.current, self.path)
         light.sinks, light.judged = self.sinks, self.judged
         light.cleared, light.survived = self.cleared, self.survived
+        light.covered = self.covered
         return light
 
     def settle_root(self) -> None:
@@ -274,10 +258,6 @@ class Program:
     def is_module(self, qual: str) -> bool:
         info = self.class_info(qual)
         return info is not None and info.facts.is_module
-
-    def _copies_itself(self, qual: str) -> bool:
-        info = self.class_info(qual)
-        return info is not None and copies_itself(info)
 
     def class_info(self, key: str):
         found = self.classes.get(key)

@@ -174,6 +174,64 @@ best = copy.deepcopy(model)
 """,
         ["GLF001", "GLF202"],
     ),
+    (
+        # a __getstate__ that drops one attribute: the copy still takes the others, with the nested
+        # module's cache (the class's own copy protocol is evaluated, not taken as covering all)
+        """
+import copy
+import torch
+import torch.nn as nn
+class Inner(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+    def forward(self, x):
+        self.cache = self.lin(x)
+        return self.cache
+class Outer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = Inner()
+        self.note = None
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["note"] = None
+        return state
+    def forward(self, x):
+        self.note = self.inner(x)
+        return self.note
+model = Outer()
+model(torch.randn(3, 2)).sum().backward()
+best = copy.deepcopy(model)
+""",
+        ["GLF001", "GLF202"],
+    ),
+    (
+        # a training step's store on the model it is given, whose class's __getstate__ detaches it
+        """
+import copy
+import torch
+import torch.nn as nn
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+    def forward(self, x):
+        return self.fc(x)
+    def __getstate__(self):
+        state = dict(super().__getstate__())
+        if state.get("last_out") is not None:
+            state["last_out"] = state["last_out"].detach()
+        return state
+def train_step(model, x):
+    model.last_out = model(x)
+    return model.last_out.sum()
+model = Net()
+train_step(model, torch.randn(3, 4)).backward()
+best = copy.deepcopy(model)
+""",
+        [],
+    ),
 ]
 
 
@@ -185,7 +243,7 @@ def settle(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
     A class-level store that every run of the program clears again before it ends or copies
     (``self.defunc.dxds = None`` after the solver's calls) takes a step on trust (that a user
     skips the reset): a lower level."""
-    new, judged, cleared = _check(tree, imports, classes, module_classes, findings, source, reuse)
+    new, judged, cleared, covered = _check(tree, imports, classes, module_classes, findings, source, reuse)
     # a public method's store that a copy of the program reaches: the copy graph's finding names the copy
     named = {(f.line, f.col, f.code) for f in new if f.data.get("kind") == "copy-graph"}
     kept = []
@@ -194,6 +252,8 @@ def settle(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
             continue
         if f.code == "GLF202" and judged.get((f.line, f.col)) is False:
             continue
+        if f.code in STORES and f.line in covered and f.data.get("kind") != "copy-graph":
+            continue  # every copy that met it found its object's __getstate__ detaching or dropping it
         line = f.line if f.code in CLEARABLE else f.data.get("cause_line") if (
             f.code == "GLF202" and not f.data.get("cause_path")) else None
         if line in cleared and f.data.get("kind") != "copy-graph":
@@ -223,12 +283,14 @@ def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
             if path == here:
                 judged[(line, col)] = judged.get((line, col), False) or bad
     cleared = _cleared(programs, here)
+    covered = _covered(programs, here)
     if not sinks:
-        return [], judged, cleared
+        return [], judged, cleared, covered
     module = getattr(imports.current, "name", "")
     # a store another rule reports already (GLF005 at construction, GLF002 of a helper) is not reported twice
     # (one that took a step on trust is not: the run may prove it)
-    taken = {(f.line, f.col) for f in findings if f.code in STORES and not f.data.get("public_root") and not f.trust}
+    taken = {(f.line, f.col): f for f in findings if f.code in STORES and not f.data.get("public_root")
+             and not f.trust}
     copied_sites = {(f.line, f.col) for f in findings if f.code in ("GLF202", "GLF301", "GLF201") and not f.trust}
     out: list[Finding] = []
     stores: dict[tuple, Finding] = {}
@@ -271,7 +333,14 @@ def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
         site.witness = _witness(first, sink, here)
         out.append(site)
         _stores(sink, here, taken, stores, module, classes)
-    return out + list(stores.values()), judged, cleared
+    return out + list(stores.values()), judged, cleared, covered
+
+
+def _covered(programs: list, here: str) -> set[int]:
+    """Lines of this file's stores that a copy met and did not take (the holder's ``__getstate__``
+    covers them), and that no copy took anywhere."""
+    reached = {(k.path, k.node.lineno) for p in programs for s in p.sinks for k in s.kept}
+    return {line for p in programs for (path, line) in p.covered if path == here and (path, line) not in reached}
 
 
 def _cleared(programs: list, here: str) -> dict[int, str]:
@@ -286,13 +355,20 @@ def _cleared(programs: list, here: str) -> dict[int, str]:
     return out
 
 
-def _stores(sink: Sink, here: str, taken: set, stores: dict, module: str, classes: dict) -> None:
+def _stores(sink: Sink, here: str, taken: dict, stores: dict, module: str, classes: dict) -> None:
     """Put the stores of this file that ``sink`` copies into ``stores`` (once each)."""
     for kept in sink.kept:
         if kept.path != here:
             continue
         key = (kept.node.lineno, kept.node.col_offset)
-        if key in taken or key in stores:
+        if key in taken:
+            # reported by its own rule (a training step's store on the model it is given): the run
+            # knows the object's class, which the copy-safe fix needs
+            holder = _local_class(kept.holder, here, classes)
+            if holder is not None:
+                taken[key].data.setdefault("holder_class", holder)
+            continue
+        if key in stores:
             continue
         stores[key] = _dataset(kept, sink, here) if kept.code == "GLF301" else _store(kept, sink, here, module, classes)
 

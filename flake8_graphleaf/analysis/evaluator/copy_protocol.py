@@ -1,0 +1,99 @@
+"""What a deep copy (or a pickle) of an object reaches on the heap, by its class's copy protocol.
+
+``copy.deepcopy``, ``pickle`` and ``torch.save`` copy what ``__getstate__`` returns when a class
+has one, and leave everything to ``__deepcopy__`` / ``__reduce__`` / ``__reduce_ex__`` when it has
+those.  The heap follows an object's attributes into what they hold, and:
+
+- a class with no copy protocol of its own: every attribute is copied;
+- a ``__getstate__`` that builds the state from ``self.__dict__`` / ``super().__getstate__()`` and
+  returns it (the copy-safe fix writes one, users write many): the attributes it detaches, drops
+  or clears (:func:`..program.copysafe_state.covered_attributes`) are not reached; every other
+  attribute is, with what it holds (a nested module's own stores included);
+- any other copy protocol (``__deepcopy__``, ``__reduce_ex__``, a ``__getstate__`` of another form,
+  a copy method bound on the instance): the class decides, and the copy is not followed into it.
+
+The stores a copy does not reach because the class's ``__getstate__`` covers them are recorded
+(``program.covered``): a store reported by a rule of its own (a training step's
+``model.last_out = model(x)``) is not reported when every run found its object's class covering it.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ..program.copysafe_state import ALL, BUFFERS, covered_attributes, getstate_of
+from ..program.helper_objects import copies_itself
+
+_STARTS = {
+    "self.__dict__.copy()", "dict(self.__dict__)", "copy.copy(self.__dict__)", "{**self.__dict__}",
+    "super().__getstate__()", "super().__getstate__().copy()", "dict(super().__getstate__())",
+    "dict((base() if base is not None else self.__dict__) or {})",
+}
+
+
+def _state_from_dict(getstate: ast.FunctionDef) -> bool:
+    """``state = <the instance state>`` ... ``return state``: a __getstate__ whose result is the
+    instance's attributes less what it rewrites."""
+    last = getstate.body[-1]
+    if not (isinstance(last, ast.Return) and isinstance(last.value, ast.Name) and last.value.id == "state"):
+        return False
+    for stmt in getstate.body:
+        if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+                and stmt.targets[0].id == "state"):
+            return ast.unparse(stmt.value).replace(" ", "") in {s.replace(" ", "") for s in _STARTS}
+    return False
+
+
+def covered_by_copy(info) -> frozenset | None:
+    """The attribute names a copy of the class's objects does not reach (empty: it copies every
+    attribute), or None when the class's own copy protocol decides and the heap does not follow."""
+    if info is None or not copies_itself(info):
+        return frozenset()
+    getstate = getstate_of(info.node)
+    if getstate is None or any(isinstance(s, ast.FunctionDef) and s.name in ("__deepcopy__", "__reduce__",
+                                                                              "__reduce_ex__")
+                               for s in info.node.body) or not _state_from_dict(getstate):
+        return None
+    covered = set(covered_attributes(info.node))
+    if ALL in covered:
+        return None  # every entry detached: nothing on the graph reaches a copy
+    if BUFFERS in covered:
+        covered |= set(info.facts.buffers)
+    return frozenset(covered)
+
+
+def reach(program, types, flatten) -> list:
+    """The graph tensors kept where a deep copy of objects of ``types`` goes (``flatten``: the
+    heap's atoms of a set of types)."""
+    todo = list(flatten(types))
+    seen: set = set()
+    out: list = []
+    kept_by: dict = {}
+    held_by: dict = {}
+    for (holder, attr), kept in program.kept.items():
+        kept_by.setdefault(holder, []).append((attr, kept))
+    for (holder, attr), held in program.held.items():
+        held_by.setdefault(holder, []).append((attr, held))
+    while todo:
+        atom = todo.pop()
+        if atom in seen or atom[0] not in ("obj", "alloc", "bound", "partial"):
+            continue
+        seen.add(atom)
+        if atom[0] == "bound":
+            todo.append(atom[3])  # deepcopy of a bound method copies its __self__
+            continue
+        if atom[0] == "partial":
+            todo += list(flatten(program.partials[atom[1]][2]))
+            continue
+        covered = covered_by_copy(program.class_info(atom[1])) if atom[0] == "obj" else frozenset()
+        if covered is None:
+            continue  # its own copy protocol decides what a copy holds
+        for attr, kept in kept_by.get(atom, ()):
+            if attr in covered:
+                program.covered.add((kept.path, kept.node.lineno))
+            else:
+                out.append(kept)
+        for attr, held in held_by.get(atom, ()):
+            if attr not in covered:
+                todo += list(held)
+    return sorted(out, key=lambda k: (k.path, k.node.lineno, k.node.col_offset))
