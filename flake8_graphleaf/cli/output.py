@@ -28,8 +28,11 @@ from ..analysis.findings import SAFE, Finding
 FORMATS = ("text", "concise", "json", "sarif", "github")
 EDIT_FORMATS = ("json", "sarif")  # the formats that show each fix's edits
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-# Each rule's page, in the repository (docs/rules/ holds the same pages as rule_docs/).
-RULE_URL = "https://github.com/flake8-graphleaf/flake8-graphleaf/blob/main/docs/rules/{code}.md"
+# The repository (pyproject.toml's [project.urls] Repository, tested) and its documents on the main branch;
+# each rule's page is there (docs/rules/ holds the same pages as rule_docs/).
+REPO_URL = "https://github.com/flake8-graphleaf/flake8-graphleaf"
+DOCS_URL = REPO_URL + "/blob/main/"
+RULE_URL = DOCS_URL + "docs/rules/{code}.md"
 
 # SARIF "precision" (GitHub code scanning): how often a finding of the rule is right,
 # from the review of torch, timm, transformers and lightning in docs/precision.md.
@@ -257,7 +260,7 @@ def render_sarif(reports: list[FileReport], rules: dict[str, str]) -> str:
                     "name": "graphleaf",
                     "fullName": "flake8-graphleaf",
                     "version": __version__,
-                    "informationUri": "https://github.com/flake8-graphleaf/flake8-graphleaf",
+                    "informationUri": REPO_URL,
                     "rules": [_sarif_rule(code, rules[code]) for code in rule_ids],
                 }
             },
