@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from test_cli import BUGGY, run
+from test_cli import BUGGY, ROOT, run
 
 HAS_GIT = shutil.which("git") is not None
 
@@ -218,8 +218,26 @@ def test_sarif_rules_and_json_urls(tmp_path):
     assert rule["helpUri"].endswith("/docs/rules/GLF001.md")
     assert rule["fullDescription"]["text"].startswith("Checks for")
     assert rule["help"]["markdown"].startswith("# graph-tensor-on-module (GLF001)")
-    assert "## Why is this bad?" in rule["help"]["text"]
+    assert "Why is this bad?" in rule["help"]["text"] and rule["helpUri"] in rule["help"]["text"]
     assert rule["properties"]["precision"] in ("very-high", "high", "medium", "low")
     assert "pytorch" in rule["properties"]["tags"]
     (item,) = json.loads(run("check", "--output-format", "json", "m.py", cwd=tmp_path).stdout)
     assert item["url"] == rule["helpUri"]
+
+
+def test_sarif_gives_each_rule_its_help_once():
+    """The bundled example: 4 results of 2 rules. Each rule its page once, the user's part of it
+    (up to "How the analysis decides"), its links absolute; 127 KB before, when every rule's whole
+    page came twice (text and markdown)."""
+    out = run("check", "--output-format", "sarif", "fixtures/example/", cwd=ROOT).stdout
+    doc = json.loads(out)
+    run_ = doc["runs"][0]
+    ids = [r["id"] for r in run_["tool"]["driver"]["rules"]]
+    named = sorted({res["ruleId"] for res in run_["results"]})
+    assert len(run_["results"]) == 4 and ids == named == ["GLF002", "GLF202"]
+    for rule in run_["tool"]["driver"]["rules"]:
+        markdown = rule["help"]["markdown"]
+        assert "## Fix safety" in markdown and "## How the analysis decides" not in markdown
+        assert "](../" not in markdown and len(rule["help"]["text"]) < len(markdown)
+    assert all("help" not in res and "helpUri" not in res for res in run_["results"])
+    assert len(out.encode()) < 40_000, len(out.encode())

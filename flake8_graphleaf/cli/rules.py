@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import os
-import posixpath
 import re
 import sys
 from pathlib import Path
@@ -12,11 +11,7 @@ from pathlib import Path
 from ..analysis.confidence import RETIRED
 from ..analysis.rules import all_rules, levels_of
 from ..fix.attach import fix_kinds
-from .output import DOCS_URL, rule_url
-
-# Where the pages are in the repository (docs/rules/ is a link to this folder).
-PAGES = "flake8_graphleaf/rule_docs"
-_LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")
+from .output import PAGE_LINK, page_link_url, rule_url
 
 
 def selection_of(code: str) -> str:
@@ -51,11 +46,8 @@ def _target(folder: Path, link: str) -> str:
     it, else its URL in the repository. Absolute URLs and in-page anchors stay as they are."""
     if re.match(r"[a-z]+:", link) or link.startswith("#"):
         return link
-    path, _, anchor = link.partition("#")
-    local = (folder / path).resolve()
-    if local.exists():
-        return str(local)
-    return DOCS_URL + posixpath.normpath(posixpath.join(PAGES, path)) + (f"#{anchor}" if anchor else "")
+    local = (folder / link.partition("#")[0]).resolve()
+    return str(local) if local.exists() else page_link_url(link)
 
 
 def terminal_page(text: str, folder: Path) -> str:
@@ -63,7 +55,7 @@ def terminal_page(text: str, folder: Path) -> str:
     def one(m: re.Match) -> str:
         target = _target(folder, m.group(2))
         return m.group(1) if target == m.group(1) else f"{m.group(1)} ({target})"
-    return _LINK.sub(one, text)
+    return PAGE_LINK.sub(one, text)
 
 
 def cmd_rule(args) -> int:
