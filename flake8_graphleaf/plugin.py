@@ -8,7 +8,7 @@ from typing import Iterator
 from . import __version__
 from .analysis import Options, analyze_tree
 from .analysis.confidence import LEVELS, RETIRED
-from .analysis.encoding import undecodable
+from .project.encoding import undecodable
 from .analysis.noqa import is_silenced, noqa_map
 from .project.resolver import shared_resolver
 

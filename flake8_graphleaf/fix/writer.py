@@ -21,7 +21,7 @@ import tempfile
 import tokenize
 from dataclasses import dataclass
 
-from ..analysis.encoding import not_utf8
+from ..project.encoding import not_utf8
 
 MAX_BYTES = 10 * 1024 * 1024
 
