@@ -6,7 +6,8 @@ it printed (stdout, then stderr, as a terminal shows them):
     <!-- example: graphleaf check --output-format concise fixtures/example/ -->
 
 ``python docs/cli_examples.py`` runs every command from the repository root and rewrites the
-blocks; ``--check`` only says which differ (exit 1), as tests/test_cli_docs.py does. Two things
+blocks, and the output README.md shows under its first command (the flake8 run on the example,
+tests/test_repo.py); ``--check`` only says which differ (exit 1), as tests/test_cli_docs.py does. Two things
 are made shorter, and the page says so: this checkout's path becomes /path/to/flake8-graphleaf,
 and in SARIF each rule's help (its page) is cut to its first line.
 """
@@ -23,6 +24,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "cli.md"
+README = ROOT / "README.md"
+# README's first command, then the block with what it prints
+README_BLOCK = re.compile(r"(```sh\n(?P<cmd>.+?)\n```\n.*?```text\n)(?P<body>.*?)(```)", re.S)
 MARKER = re.compile(r"(<!-- example: (?P<cmd>.+?) -->\n```(?P<lang>\w*)\n)(?P<body>.*?)(```)", re.S)
 SHOWN_ROOT = "/path/to/flake8-graphleaf"
 
@@ -53,16 +57,33 @@ def regenerate(text: str) -> str:
     return MARKER.sub(lambda m: m.group(1) + output_of(m.group("cmd")) + m.group(5), text)
 
 
+def readme_output(command: str) -> str:
+    """What README's first command prints: its last part, the flake8 run (the install before it is
+    this environment's)."""
+    words = shlex.split(command.split("&&")[-1])
+    r = subprocess.run([sys.executable, "-m", *words], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    return r.stdout
+
+
+def regenerate_readme(text: str) -> str:
+    return README_BLOCK.sub(lambda m: m.group(1) + readme_output(m.group("cmd")) + m.group(4), text, count=1)
+
+
 def main(argv: list[str]) -> int:
     text = DOC.read_text(encoding="utf-8")
     new = regenerate(text)
+    readme = README.read_text(encoding="utf-8")
+    new_readme = regenerate_readme(readme)
     if "--check" in argv:
-        stale = [m.group("cmd") for m, n in zip(MARKER.finditer(text), MARKER.finditer(new))
-                 if m.group("body") != n.group("body")]
-        for cmd in stale:
-            print(f"docs/cli.md: the output shown for `{cmd}` is not what it prints now")
+        stale = [f"docs/cli.md: the output shown for `{m.group('cmd')}` is not what it prints now"
+                 for m, n in zip(MARKER.finditer(text), MARKER.finditer(new)) if m.group("body") != n.group("body")]
+        if new_readme != readme:
+            stale.append("README.md: the output shown under the first command is not what it prints now")
+        for line in stale:
+            print(line)
         return 1 if stale else 0
     DOC.write_text(new, encoding="utf-8")
+    README.write_text(new_readme, encoding="utf-8")
     return 0
 
 

@@ -60,7 +60,8 @@ def test_readme_shows_what_its_first_command_prints():
     shown = re.search(r"```sh\n.+?\n```\n.*?```text\n(.*?)```", (ROOT / "README.md").read_text(), re.S).group(1)
     r = _lint(words, words[-1], ROOT)
     assert r.returncode == 1
-    assert r.stdout == shown, "README.md's expected output is not what the command prints:\n" + r.stdout
+    assert r.stdout == shown, ("README.md's expected output is not what the command prints "
+                               "(python docs/cli_examples.py writes it again):\n" + r.stdout)
 
 
 def test_readme_first_command_fails_on_files_it_cannot_check(tmp_path):
