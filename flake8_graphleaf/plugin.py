@@ -8,6 +8,7 @@ from typing import Iterator
 from . import __version__
 from .analysis import Options, analyze_tree
 from .analysis.confidence import LEVELS, RETIRED
+from .project.encoding import undecodable
 from .analysis.noqa import is_silenced, noqa_map
 from .project.resolver import shared_resolver
 
@@ -65,6 +66,10 @@ class GraphLeafChecker:
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         source = "".join(self.lines)
+        why = self._not_source(source)
+        if why:
+            yield 1, 0, f"GLF900 {why}", type(self)
+            return
         try:
             place = shared_resolver().options_for(self.filename) if self.filename not in ("stdin", "-") else {}
             options = Options(module_bases=self.module_bases, confidence=self.confidence, **place)
@@ -80,3 +85,17 @@ class GraphLeafChecker:
                 if is_silenced(RETIRED, f.line, noqa):
                     continue
             yield f.line, f.col, f.text(), type(self)
+
+    def _not_source(self, source: str) -> str | None:
+        """Bytes Python cannot decode without a coding line: flake8 reads such a file as Latin-1
+        and reports nothing (Python refuses to import it). Only a text whose every character is a
+        Latin-1 one, some beyond ASCII, can have been read so; its bytes are read again to tell."""
+        if source.isascii() or self.filename in ("stdin", "-") or max(source) > "\xff":
+            return None
+        try:
+            with open(self.filename, "rb") as fh:
+                raw = fh.read()
+        except OSError:
+            return None
+        why = undecodable(raw)
+        return f"could not read: {why}" if why else None

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from test_cli import BUGGY, run
+from test_cli import BUGGY, ROOT, run
 
 HAS_GIT = shutil.which("git") is not None
 
@@ -67,6 +67,44 @@ def test_missing_path_and_bad_encoding_say_so(tmp_path):
     (bad,) = [l for l in r.stdout.splitlines() if l.startswith("latin.py")]
     assert "not UTF-8" in bad and "line 3" in bad and "coding" in bad
     assert "0 files checked" in r.stderr  # refused files are not "checked"
+
+
+BINARIES = {
+    "nul.py": b"\x7fELF\x02\x01\x01\x00\x00\x00\xe9\x08",  # a NUL: flake8 says E999 of its own
+    "png.py": b"\x89PNG\r\n\x1a\n\x01\x02\x03\x04\x05\x06\x07\x08\x09\x10\x11x = 1\n",  # no NUL, control bytes
+}
+
+
+def test_binary_file_is_not_told_to_declare_an_encoding(tmp_path):
+    for name, raw in BINARIES.items():
+        (tmp_path / name).write_bytes(raw)
+    r = run("check", "--output-format", "concise", *BINARIES, cwd=tmp_path)
+    assert r.returncode == 1
+    for name in BINARIES:
+        (line,) = [l for l in r.stdout.splitlines() if l.startswith(name)]
+        assert "GLF900" in line and "a binary file" in line and "coding" not in line, line
+
+
+def test_flake8_face_reports_a_latin1_file_flake8_passes(tmp_path):
+    """flake8 reads bytes that are not UTF-8 as Latin-1 and says nothing; Python refuses to import
+    such a file. The plugin reports it (GLF900), with the advice the CLI gives; a binary file is
+    flake8's E999 (NUL) or told it is binary, never given a coding line."""
+    (tmp_path / "latin.py").write_bytes(b"x = 1\ny = 2\ns = '\xe9t\xe9'\n")
+    (tmp_path / "utf8.py").write_text("s = '\u00e9t\u00e9'\n", encoding="utf-8")
+    (tmp_path / "declared.py").write_bytes(b"# -*- coding: latin-1 -*-\ns = '\xe9t\xe9'\n")
+    for name, raw in BINARIES.items():
+        (tmp_path / name).write_bytes(raw)
+    r = subprocess.run([sys.executable, "-m", "flake8", "--isolated", "--extend-select=GLF", "."], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    lines = r.stdout.splitlines()
+    assert r.returncode == 1
+    (latin,) = [l for l in lines if l.startswith("./latin.py")]
+    assert "GLF900" in latin and "byte 0xe9 on line 3 is not UTF-8" in latin and "coding" in latin
+    assert not [l for l in lines if l.startswith(("./utf8.py", "./declared.py"))]
+    for name in BINARIES:
+        hits = [l for l in lines if l.startswith(f"./{name}")]
+        assert hits and all("coding" not in l for l in hits), hits
+        assert any("E999" in l or "a binary file" in l for l in hits), hits
 
 
 def test_newer_syntax_names_the_python_it_needs(tmp_path):
@@ -218,8 +256,26 @@ def test_sarif_rules_and_json_urls(tmp_path):
     assert rule["helpUri"].endswith("/docs/rules/GLF001.md")
     assert rule["fullDescription"]["text"].startswith("Checks for")
     assert rule["help"]["markdown"].startswith("# graph-tensor-on-module (GLF001)")
-    assert "## Why is this bad?" in rule["help"]["text"]
+    assert "Why is this bad?" in rule["help"]["text"] and rule["helpUri"] in rule["help"]["text"]
     assert rule["properties"]["precision"] in ("very-high", "high", "medium", "low")
     assert "pytorch" in rule["properties"]["tags"]
     (item,) = json.loads(run("check", "--output-format", "json", "m.py", cwd=tmp_path).stdout)
     assert item["url"] == rule["helpUri"]
+
+
+def test_sarif_gives_each_rule_its_help_once():
+    """The bundled example: 4 results of 2 rules. Each rule its page once, the user's part of it
+    (up to "How the analysis decides"), its links absolute; 127 KB before, when every rule's whole
+    page came twice (text and markdown)."""
+    out = run("check", "--output-format", "sarif", "fixtures/example/", cwd=ROOT).stdout
+    doc = json.loads(out)
+    run_ = doc["runs"][0]
+    ids = [r["id"] for r in run_["tool"]["driver"]["rules"]]
+    named = sorted({res["ruleId"] for res in run_["results"]})
+    assert len(run_["results"]) == 4 and ids == named == ["GLF002", "GLF202"]
+    for rule in run_["tool"]["driver"]["rules"]:
+        markdown = rule["help"]["markdown"]
+        assert "## Fix safety" in markdown and "## How the analysis decides" not in markdown
+        assert "](../" not in markdown and len(rule["help"]["text"]) < len(markdown)
+    assert all("help" not in res and "helpUri" not in res for res in run_["results"])
+    assert len(out.encode()) < 40_000, len(out.encode())

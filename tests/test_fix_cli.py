@@ -238,7 +238,7 @@ def test_bad_inputs_do_not_stop_the_others(tmp_path):
     out = r.stdout + r.stderr
     assert "Traceback" not in out
     assert "syntax.py:1:8: GLF900 SyntaxError: invalid syntax" in out
-    assert "binary.py:1:1: GLF900 could not read: bad encoding" in out
+    assert "binary.py:1:1: GLF900 could not read: not Python source: a binary file" in out
     assert "missing.py:1:1: GLF900 could not read: No such file or directory" in out
     assert "self._out" not in (tmp_path / "m.py").read_text()
 

@@ -17,7 +17,7 @@ import sys
 from .check import cmd_check
 from .config import ConfigError
 from .fixing import cmd_fix
-from .options import build_parser
+from .options import build_parser, parse
 from .rules import cmd_rule, cmd_rules
 
 
@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(command)
-    args = parser.parse_args(argv)
+    args = parse(parser, argv)
     try:
         return COMMANDS[args.command](args)
     except ConfigError as exc:

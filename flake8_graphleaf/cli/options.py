@@ -108,7 +108,7 @@ def build_parser(command: str | None) -> argparse.ArgumentParser:
     _add_unsafe(fix)
     fix.add_argument("--exit-non-zero-on-fix", action="store_true", help="exit 1 when something was fixed")
 
-    sub.add_parser("rules", help="list the codes with one-line summaries")
+    sub.add_parser("rules", help="list the codes: default or opt-in, fix and its safety, confidence levels")
     rule = sub.add_parser("rule", help="print a rule's documentation")
     rule.add_argument("code")
 
@@ -125,7 +125,18 @@ def build_parser(command: str | None) -> argparse.ArgumentParser:
             else:
                 mod.add_arguments(p)
                 p.set_defaults(lazy_module=mod)
+    parser.set_defaults(subcommands=dict(sub.choices))
     return parser
+
+
+def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """The arguments; a flag the subcommand does not know is reported with that subcommand's usage
+    (argparse leaves unknown arguments to the top-level parser, whose usage names no flag)."""
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        sub = args.subcommands.get(args.command, parser)
+        sub.error("unrecognized arguments: " + " ".join(extra))  # exits 2
+    return args
 
 
 def settings_from(args) -> Settings:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -28,8 +29,11 @@ from ..analysis.findings import SAFE, Finding
 FORMATS = ("text", "concise", "json", "sarif", "github")
 EDIT_FORMATS = ("json", "sarif")  # the formats that show each fix's edits
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-# Each rule's page, in the repository (docs/rules/ holds the same pages as rule_docs/).
-RULE_URL = "https://github.com/flake8-graphleaf/flake8-graphleaf/blob/main/docs/rules/{code}.md"
+# The repository (pyproject.toml's [project.urls] Repository, tested) and its documents on the main branch;
+# each rule's page is there (docs/rules/ holds the same pages as rule_docs/).
+REPO_URL = "https://github.com/flake8-graphleaf/flake8-graphleaf"
+DOCS_URL = REPO_URL + "/blob/main/"
+RULE_URL = DOCS_URL + "docs/rules/{code}.md"
 
 # SARIF "precision" (GitHub code scanning): how often a finding of the rule is right,
 # from the review of torch, timm, transformers and lightning in docs/precision.md.
@@ -41,6 +45,19 @@ TAGS = {"GLF0": ["correctness", "pytorch", "deepcopy"], "GLF1": ["deprecated-api
 
 def rule_url(code: str) -> str:
     return RULE_URL.format(code=code)
+
+
+# Where the pages are in the repository; their relative links start there.
+PAGES = "flake8_graphleaf/rule_docs"
+PAGE_LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")
+
+
+def page_link_url(link: str) -> str:
+    """A rule page's link as a URL: a relative one made into its address in the repository."""
+    if re.match(r"[a-z]+:", link) or link.startswith("#"):
+        return link
+    path, _, anchor = link.partition("#")
+    return DOCS_URL + posixpath.normpath(posixpath.join(PAGES, path)) + (f"#{anchor}" if anchor else "")
 
 
 @lru_cache(maxsize=None)
@@ -196,7 +213,8 @@ def _region(start_line: int, start_col: int, end_line: int, end_col: int) -> dic
 
 
 def render_sarif(reports: list[FileReport], rules: dict[str, str]) -> str:
-    rule_ids = sorted(rules)
+    # the rules the results name, once each (as ruff does): a rule's help is a page, not a line
+    rule_ids = sorted({f.code for _, f in all_findings(reports)} & set(rules))
     index = {code: i for i, code in enumerate(rule_ids)}
     results = []
     for report, f in all_findings(reports):
@@ -257,7 +275,7 @@ def render_sarif(reports: list[FileReport], rules: dict[str, str]) -> str:
                     "name": "graphleaf",
                     "fullName": "flake8-graphleaf",
                     "version": __version__,
-                    "informationUri": "https://github.com/flake8-graphleaf/flake8-graphleaf",
+                    "informationUri": REPO_URL,
                     "rules": [_sarif_rule(code, rules[code]) for code in rule_ids],
                 }
             },
@@ -269,15 +287,27 @@ def render_sarif(reports: list[FileReport], rules: dict[str, str]) -> str:
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
+def _user_part(markdown: str) -> str:
+    """A rule page up to "How the analysis decides": what a reader of an alert needs."""
+    return re.split(r"^## How the analysis decides\s*$", markdown, maxsplit=1, flags=re.M)[0].rstrip() + "\n"
+
+
 def _sarif_rule(code: str, summary: str) -> dict:
-    markdown, what = rule_page(code)
-    text = re.sub(r"[`*]", "", markdown) if markdown else f"{code}: {summary}. See {rule_url(code)}"
+    page, what = rule_page(code)
+    if page:
+        markdown = PAGE_LINK.sub(lambda m: f"[{m.group(1)}]({page_link_url(m.group(2))})", _user_part(page))
+        markdown += f"\nThe analysis's details: {rule_url(code)}\n"
+        why = re.search(r"^## Why is this bad\?\s*\n(.*?)(?:\n\s*\n|\n## |\Z)", page, re.S | re.M)
+        text = f"{what}\n\nWhy is this bad? {' '.join(why.group(1).split()) if why else ''}\n\nSee {rule_url(code)}"
+        text = re.sub(r"[`*]", "", text)
+    else:
+        markdown = text = f"{code}: {summary}. See {rule_url(code)}"
     return {
         "id": code,
-        "name": (re.match(r"# ([\w-]+)", markdown).group(1) if re.match(r"# ([\w-]+)", markdown) else code),
+        "name": (re.match(r"# ([\w-]+)", page).group(1) if re.match(r"# ([\w-]+)", page) else code),
         "shortDescription": {"text": summary},
         "fullDescription": {"text": what or summary},
-        "help": {"text": text, "markdown": markdown or text},
+        "help": {"text": text, "markdown": markdown},
         "helpUri": rule_url(code),
         "defaultConfiguration": {"level": "error"},
         "properties": {

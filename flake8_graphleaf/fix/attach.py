@@ -288,6 +288,19 @@ _BUILDERS = {
 }
 
 
+# The kinds of fix each code's findings can get (``graphleaf rules``; each rule page's "Fix safety"
+# says when which applies, and tests/test_cli.py checks that the two agree). Codes not here get none.
+FIX_KINDS = {
+    "GLF001": ("safe", "unsafe"), "GLF002": ("safe", "unsafe"), "GLF003": ("safe", "unsafe"),
+    "GLF004": ("safe", "unsafe"), "GLF101": ("unsafe",), "GLF102": ("unsafe",), "GLF201": ("unsafe",),
+    "GLF301": ("safe", "unsafe"),
+}
+
+
+def fix_kinds(code: str) -> tuple[str, ...]:
+    return FIX_KINDS.get(code, ())
+
+
 def analyze_with_fixes(source: str, filename: str = "<unknown>", options: Options | None = None,
                        project=None, withhold=None) -> list[Finding]:
     """:func:`flake8_graphleaf.analysis.analyze_source`, with each finding's fix attached.

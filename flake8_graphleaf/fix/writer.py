@@ -21,6 +21,8 @@ import tempfile
 import tokenize
 from dataclasses import dataclass
 
+from ..project.encoding import not_utf8
+
 MAX_BYTES = 10 * 1024 * 1024
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
@@ -55,16 +57,15 @@ def split_lines(text: str) -> list[str]:
 
 
 def _not_utf8(raw: bytes, encoding: str) -> str | None:
-    """The message for bytes that are not UTF-8 when no coding line says otherwise."""
+    """The message for bytes that are not UTF-8 when no coding line says otherwise (a binary file
+    is told so, a text file in another encoding how to declare it)."""
     if encoding not in ("utf-8", "utf-8-sig"):
         return None
     try:
         raw.decode("utf-8")
         return None
     except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        return (f"bad encoding: byte 0x{raw[exc.start]:02x} on line {line} is not UTF-8 and the file has no "
-                f"PEP 263 coding line; add one (e.g. '# -*- coding: latin-1 -*-') or save the file as UTF-8")
+        return not_utf8(raw, exc.start)
 
 
 def decode(raw: bytes, name: str = "<stdin>") -> Source:

@@ -107,6 +107,26 @@ def all_rules() -> dict[str, str]:
     return dict(sorted(out.items()))
 
 
+# The confidence levels each code's findings can have (``graphleaf rules``, the rule pages), from the
+# steps on trust its rule can take (confidence.trust). A code whose findings rest on the program's
+# code, copied, followed through calls, or inherited from the store a copy meets can take several
+# kinds, so any level; a legacy norm one (an option nobody sets, or a class that decides its own
+# copies); a prune call or an unreadable file none. tests/test_cli.py checks the table against the
+# levels the judged findings of docs/precision-verdicts/steps.tsv were reported at.
+_ANY = ("high", "medium", "low")
+LEVELS_OF = {
+    "GLF001": _ANY, "GLF002": _ANY, "GLF003": _ANY, "GLF004": _ANY, "GLF005": _ANY,
+    "GLF101": ("high", "medium"), "GLF102": ("high", "medium"), "GLF103": ("high",),
+    "GLF201": _ANY, "GLF202": _ANY, "GLF301": _ANY,
+    "GLF010": ("medium", "low"),  # retired: the name of the lower levels of the codes above
+    "GLF900": (),  # not a finding about tensors: no level
+}
+
+
+def levels_of(code: str) -> tuple[str, ...]:
+    return LEVELS_OF.get(code, _ANY)
+
+
 def all_examples() -> list[tuple[str, str, list[str]]]:
     """(rule module, source, expected codes) for every example next to the rules."""
     from . import (construction, copy_graph, deepcopy_calls, forward_stores, function_roots, hooks, legacy_norm,
