@@ -111,6 +111,7 @@ class Recorder:
         self.sites = _Sites()  # object -> the line that built it
         self.given = _Sites()  # dataset -> the DataLoader(...) line it was given to
         self.put_sites = _Sites()  # object -> the Queue.put(...) line
+        self.hook_sites = _Sites()  # a module hook registered by library code -> the user's line that applied it
         self._saved: list[tuple[Any, str, Any]] = []
         self.main_pid = os.getpid()
         self.on_feeder_error = None  # set by run_script
@@ -139,6 +140,24 @@ class Recorder:
                     pass
 
         self._patch(nn.Module, "__setattr__", setattr_recording)
+
+        def hook_recorder(name):
+            original = nn.Module.__dict__[name]
+
+            def register(self, hook, *args, **kwargs):
+                try:
+                    file, line, lib = _caller(_SKIP)
+                    if lib is not None:  # registered by torch (legacy weight_norm, spectral_norm, pruning)
+                        rec.hook_sites.add(hook, Site(f"{type(hook).__name__} hook", file, line))
+                except Exception:
+                    pass
+                return original(self, hook, *args, **kwargs)
+
+            register.__wrapped__ = original
+            self._patch(nn.Module, name, register)
+
+        hook_recorder("register_forward_pre_hook")
+        hook_recorder("register_forward_hook")
 
         def site_recorder(cls, what, arg_of=None):
             original = cls.__dict__["__init__"]
@@ -239,6 +258,10 @@ class Recorder:
     # -- records -------------------------------------------------------------------------
     def _store(self, module, key, value) -> None:
         file, line, lib = _caller(_SKIP)
+        if lib is not None:
+            site = self._hook_site()
+            if site is not None:  # a store by a hook torch registered: the line that applied it is the root
+                file, line = site.file, site.line
         slot = self.stores.get((id(module), key))
         if slot is None or slot[0]() is not module:
             slot = (weakref.ref(module), {})
@@ -249,6 +272,20 @@ class Recorder:
             file=file, line=line, text=linecache.getline(file, line).strip(),
             grad_fn=type(value.grad_fn).__name__, library_frame=lib, owner_id=id(module),
         )
+
+    def _hook_site(self) -> Site | None:
+        """The user's line that applied the library hook now running (``weight_norm(layer)``), if one is."""
+        frame = sys._getframe(2)
+        while frame is not None:
+            if os.path.abspath(frame.f_code.co_filename).startswith(TORCH_DIR):
+                names = frame.f_locals
+                for key in ("self", "hook"):
+                    obj = names.get(key)
+                    site = self.hook_sites.get(obj) if obj is not None else None
+                    if site is not None:
+                        return site
+            frame = frame.f_back
+        return None
 
     def store_log(self) -> StoreLog:
         log = StoreLog()
