@@ -129,6 +129,12 @@ def test_strict_fails_the_tests_that_leave_a_tensor(pytester):
         "*graphleaf (strict): this test left 2 tensors on the autograd graph where copy.deepcopy*",
         "seq2seq.py:14: GLF001 model.encoder.last_hidden holds a tensor*",
     ])
+    # each finding once (in its test's failure, not again in a section or the summary), the summary once
+    findings = [line for line in result.outlines if ": GLF0" in line and line.split(":")[0].endswith(".py")]
+    assert len(findings) == 7 and len(set(findings)) == 7, "\n".join(result.outlines)
+    assert sum(1 for line in result.outlines if line.startswith("=") and " graphleaf " in line) == 1
+    assert summary(result) == ["7 tensors on the autograd graph left by 5 tests; all listed with the failures above"]
+    assert not any(line.startswith("-") and " graphleaf " in line for line in result.outlines)  # no per-test section
 
 
 def test_ini_options(pytester):
@@ -274,3 +280,47 @@ def test_a_child_that_cannot_send_its_result_does_not_hang_the_test(pytester):
     (item,) = json.loads((pytester.path / "worker.json").read_text())
     assert (item["path"], item["line"], item["code"], item["how"]) == ("worker_result_put.py", 10, "GLF301", "sent")
     assert item["text"] == "queue.put(model(torch.randn(4, 3)))  # the result, still on the graph"
+
+
+# One case per kind of root (fixtures/pytest/roots, each test swallowing its error): the line reported is
+# the root -- the user's line that applied a legacy norm or pruning (through the project's helpers), the
+# line that wrote into a tensor in place, an object's own copy method as well as the store, the
+# dataset's line that makes or keeps what DataLoader workers cannot batch.  (test, path, line, code)
+ROOTS = {
+    ("test_generator_step_and_snapshot", "norms.py", 8, "GLF101"),  # weight_norm(layer) in a helper
+    ("test_generator_step_and_snapshot", "norms.py", 20, "GLF102"),  # spectral_norm(...)
+    ("test_generator_step_and_snapshot", "norms.py", 12, "GLF103"),  # prune.l1_unstructured(...) in a helper
+    ("test_memory_step_and_snapshot", "inplace.py", 16, "GLF004"),  # self.bank.index_copy_(0, idx, h)
+    ("test_memory_step_and_snapshot", "inplace.py", 18, "GLF004"),  # last.copy_(h[-1]), last = self.last
+    ("test_memory_step_and_snapshot", "inplace.py", 19, "GLF004"),  # self.window[:2] = h[:2]
+    ("test_tracker_snapshot", "copymethods.py", 12, "GLF001"),  # self.best = loss
+    ("test_tracker_snapshot", "copymethods.py", 16, "GLF001"),  # its __deepcopy__ copying it
+    ("test_scaled_pickle_round_trip", "copymethods.py", 25, "GLF001"),  # its __getstate__ making it
+    ("test_encoded_loader_smoke", "data.py", 18, "GLF301"),  # __getitem__ returning items with grad
+    ("test_cached_loader_smoke", "data.py", 25, "GLF301"),  # self.items = [encoder(r) ...]
+}
+
+
+def test_each_kind_of_root_is_named_at_its_root_line(pytester):
+    suite(pytester, "roots")
+    result = run(pytester, "--graphleaf", "--graphleaf-json=roots.json", "-W", "ignore::FutureWarning")
+    result.assert_outcomes(passed=6)
+    data = json.loads((pytester.path / "roots.json").read_text())
+    got = {(f["test"].split("::")[1], f["path"], f["line"], f["code"]) for f in data}
+    assert got == ROOTS, "\n".join(f"{f['path']}:{f['line']}: {f['code']} {f['message']}" for f in data)
+    assert not any("typing_extensions" in line or "site-packages" in line for line in result.outlines)
+    by_line = {(f["path"], f["line"]): f for f in data}
+    assert by_line[("copymethods.py", 16)]["message"].endswith("Tracker.__deepcopy__() copies it here")
+    assert by_line[("copymethods.py", 25)]["message"].endswith("Scaled.__getstate__() copies it here")
+    assert by_line[("norms.py", 8)]["text"] == "return weight_norm(layer)  # the legacy weight norm, applied here"
+    assert "Encoded.__getitem__ returns cannot be batched" in by_line[("data.py", 18)]["message"]
+
+
+def test_clean_sends_and_copies_are_not_reported(pytester):
+    """The twins: parametrizations instead of the legacy norms, detached in-place writes and copy methods, a
+    dataset holding an encoder whose items are computed under no_grad (the workers batch plain tensors), and
+    a dataset of graph tensors whose forked workers send detached items (the dataset is never pickled)."""
+    suite(pytester, "roots_clean")
+    result = run(pytester, "--graphleaf", "--graphleaf-strict", "--graphleaf-json=clean.json")
+    result.assert_outcomes(passed=6)
+    assert json.loads((pytester.path / "clean.json").read_text()) == []
