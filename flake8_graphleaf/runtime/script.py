@@ -49,7 +49,7 @@ from .explanation import explain
 from .findings import Findings, GraphTensor, Source, display_path, format_explanation
 from .static_map import StaticIndex, user_class_files
 from .trace import _THIS_FILE as _TRACE_FILE, StoreLog, StoreRecord, StoreTracer, _caller
-from .walk import TORCH_DIR, _graph_leaf_error, find_graph_tensors
+from .walk import TORCH_DIR, _graph_leaf_error, _return_line, find_graph_tensors
 
 _HERE = os.path.abspath(__file__)
 _COPY_FILE = os.path.abspath(copy.__file__)
@@ -475,6 +475,17 @@ def describe_failure(failure: Failure, rec: Recorder, script: str) -> tuple[str,
     items = explain(failure.obj, failure.name, trace=rec.store_log(), extra_files=[script], print_result=False,
                     requiring_grad=failure.kind == "worker")
     kind = type(failure.obj).__name__
+    if failure.kind == "worker":
+        # a module's parameters in the dataset reach the workers fine (forked or pickled): they are no items
+        items[:] = [g for g in items if not isinstance(g.tensor, nn.Parameter)]
+        code = getattr(getattr(type(failure.obj), "__getitem__", None), "__code__", None)
+        if not items and code is not None and _is_user_file(code.co_filename):
+            file, line = os.path.abspath(code.co_filename), _return_line(code)
+            lines.append(f"the object the workers index ({failure.name}, a {kind}) holds no tensor that requires "
+                         f"grad: the items its __getitem__ returns do (compute them under torch.no_grad() or "
+                         f"detach them):")
+            lines.append(f"    <- {display_path(file)}:{line} made: {linecache.getline(file, line).strip()}")
+            return "\n".join(lines), items
     n = len(items)
     what = "tensors that require grad" if failure.kind == "worker" else "tensors on the autograd graph (not graph leaves)"
     if n == 1:

@@ -166,7 +166,8 @@ def find_graph_tensors(obj: Any, name: str | None = None, *, requiring_grad: boo
     if seen is None:
         seen = set()
     keep: list[Any] = []  # transient objects (reduce results) stay alive so their ids are not reused
-    methods: dict[int, tuple[str, int, str]] = {}  # id(obj) -> its own copy method's line that copied a graph tensor
+    # id(obj) -> (file, line, name, ids of its own attributes' values): its own copy method's line
+    methods: dict[int, tuple] = {}
     stack: list[tuple[Any, Any]] = [(obj, (None, _RAW, name, None))]
     parameter_deepcopy = nn.Parameter.__deepcopy__
     tensor_deepcopy = torch.Tensor.__deepcopy__
@@ -303,7 +304,12 @@ def _reduce_noting(x, cls, methods):
     for name in ("__getstate__", "__reduce_ex__", "__reduce__"):
         code = getattr(getattr(cls, name, None), "__code__", None)
         if code is not None and _user_code(code):
-            methods[id(x)] = (os.path.abspath(code.co_filename), _return_line(code), f"{cls.__qualname__}.{name}")
+            # a state that only passes the object's own attributes on (drops a lock) is no root: the
+            # method is named for the graph tensors it makes itself
+            own = getattr(x, "__dict__", None)
+            kept = frozenset(id(v) for v in own.values()) if type(own) is dict else frozenset()
+            methods[id(x)] = (os.path.abspath(code.co_filename), _return_line(code), f"{cls.__qualname__}.{name}",
+                              kept)
             break
     return rv
 
@@ -349,7 +355,7 @@ def _trial_deepcopy(x, path, problems, methods=None) -> bool:
                         site = (os.path.abspath(code.co_filename), tb.tb_lineno, f"{type(x).__qualname__}.__deepcopy__")
                     tb = tb.tb_next
                 if site is not None:
-                    methods[id(x)] = site
+                    methods[id(x)] = site + (frozenset(),)
             return False  # walk its state to find the tensor
         problems.append(Problem(_render(path), f"{type(exc).__name__}: {exc}"))
         return True
@@ -363,7 +369,9 @@ def _graph_tensor(t, path, methods=None) -> GraphTensor:
     while methods and node is not None and copy_method is None:  # the nearest object whose own method copied it
         owner = node[3]
         if owner is not None:
-            copy_method = methods.get(id(owner))
+            entry = methods.get(id(owner))
+            if entry is not None and id(t) not in entry[3]:
+                copy_method = entry[:3]
         node = node[0]
     grad_of = path[3] if path is not None and path[1] == _RAW and path[2] == ".grad" else None
     # the object that holds it directly: the module or object of an attribute, the list or dict of an item
