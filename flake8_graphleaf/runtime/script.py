@@ -270,7 +270,7 @@ class Recorder:
             module=type(module).__name__, attribute=key,
             how="buffer assignment" if key in module._buffers else "assignment",
             file=file, line=line, text=linecache.getline(file, line).strip(),
-            grad_fn=type(value.grad_fn).__name__, library_frame=lib, owner_id=id(module),
+            grad_fn=type(value.grad_fn).__name__, library_frame=lib, owner_id=id(module), value=_weak(value),
         )
 
     def _hook_site(self) -> Site | None:
@@ -294,6 +294,13 @@ class Recorder:
             if ref() is not None:
                 log.extend(by_line.values())
         return log
+
+
+def _weak(value):
+    try:
+        return weakref.ref(value)
+    except TypeError:
+        return None
 
 
 _MP_FILES = os.path.abspath(multiprocessing.queues.__file__)

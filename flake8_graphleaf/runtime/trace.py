@@ -34,6 +34,7 @@ class StoreRecord:
     grad_fn: str | None
     library_frame: str | None = None  # "torch/nn/utils/weight_norm.py:78" when torch code did the store
     owner_id: int = 0
+    value: Any = None  # a weak reference to the tensor stored (module stores of explain --run / pytest --graphleaf)
 
     def location(self) -> str:
         return f"{display_path(self.file)}:{self.line}"
@@ -51,6 +52,8 @@ class StoreLog(list):
             owner, chain = item.owners[0]
             for rec in self:
                 if rec.owner_id == id(owner) and rec.attribute == chain[0]:
+                    if rec.value is not None and item.tensor is not None and rec.value() is not item.tensor:
+                        continue  # that line stored another tensor, since replaced: not what the walk met
                     last.setdefault((rec.file, rec.line), rec)
         if self.tracer is not None and item.tensor is not None:
             for rec in self.tracer.records(item.tensor, item.holder):
