@@ -1,7 +1,7 @@
 """How well the runtime checker locates the incidents of ``fixtures/incidents/``, and that it reports no clean twin.
 
     python bench/runtime_incidents.py                  # pytest --graphleaf and graphleaf explain --run
-    python bench/runtime_incidents.py --only pytest    # one of the two
+    python bench/runtime_incidents.py --only pytest    # one of the two (or: --only roots)
     python bench/runtime_incidents.py --incidents DIR  # another folder of NAME.py / NAME_clean.py scripts
 
 Each incident script (and its ``*_clean.py`` twin) is wrapped in a test that runs the script's scenario
@@ -11,6 +11,12 @@ when one of its findings names one of the case's root lines (``ROOTS`` below: th
 tensor, or made it, or sent it; never the copy of an object that merely holds it); a clean case is
 *reported* when it has any finding.  ``graphleaf explain --run`` runs on each script: located when it
 exits 1 and a ``<-`` line of its report names a root line; a clean case must exit 0.
+
+The root-kind suite ``fixtures/pytest/roots`` (a test per kind of root: legacy norms and pruning applied
+through helpers, in-place writes, objects' own copy methods, DataLoader workers, a replaced store; its
+root lines in ``ROOTS.json``) runs under ``pytest --graphleaf`` too, and its clean twin
+``fixtures/pytest/roots_clean``: how many root lines are named, how many other lines, how many clean tests
+are reported.
 
 Prints a line per case and the totals; exits 1 when a clean case is reported.  Needs torch.
 """
@@ -27,6 +33,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 INCIDENTS = os.path.join(ROOT, "fixtures", "incidents")
+SUITES = os.path.join(ROOT, "fixtures", "pytest")
 
 # The root lines of each raising incident: where the tensor that breaks the copy or send was stored
 # (or made with grad on, or handed to the other process when the tensor itself is sent).
@@ -97,6 +104,46 @@ def run_pytest(folder: str, names: list[str], timeout: int) -> dict[str, list[di
     return by_case
 
 
+def run_suite(folder: str, timeout: int) -> list[dict]:
+    """The findings of ``pytest --graphleaf`` run in a suite's folder."""
+    with tempfile.TemporaryDirectory(prefix="graphleaf-suite-") as tmp:
+        out = os.path.join(tmp, "findings.json")
+        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+               "-c", os.devnull, "--rootdir", folder, "--graphleaf", f"--graphleaf-json={out}", folder]
+        r = subprocess.run(cmd, cwd=folder, capture_output=True, text=True, timeout=timeout,
+                           env=dict(os.environ, PYTHONWARNINGS="ignore"))
+        if not os.path.exists(out):
+            sys.exit(f"pytest --graphleaf wrote no findings in {folder} (exit {r.returncode}):\n{r.stdout}\n{r.stderr}")
+        with open(out, encoding="utf-8") as fh:
+            return json.load(fh)
+
+
+def score_roots(timeout: int, verbose: bool) -> int:
+    """fixtures/pytest/roots against its ROOTS.json, and its clean twin; the number of clean tests reported."""
+    with open(os.path.join(SUITES, "roots", "ROOTS.json"), encoding="utf-8") as fh:
+        expected = {(test, path, line) for test, places in json.load(fh).items() if test != "_"
+                    for path, line, _code in places}
+    found = run_suite(os.path.join(SUITES, "roots"), timeout)
+    named = {(f["test"].split("::")[-1], os.path.basename(f["path"]), f["line"]) for f in found}
+    print("pytest --graphleaf on fixtures/pytest/roots (one test per kind of root)")
+    for test, path, line in sorted(expected):
+        print(f"  {'named ' if (test, path, line) in named else 'MISSED'}  {test}: {path}:{line}")
+    for test, path, line in sorted(named - expected):
+        print(f"  OTHER   {test}: {path}:{line}")
+    if verbose:
+        for f in found:
+            print(f"      {f['path']}:{f['line']}: {f['code']} {f['message']}")
+    clean = run_suite(os.path.join(SUITES, "roots_clean"), timeout)
+    reported = sorted({f["test"].split("::")[-1] for f in clean})
+    for test in reported:
+        print(f"  REPORTED clean {test}: " + "; ".join(f"{f['path']}:{f['line']}" for f in clean
+                                                       if f["test"].endswith(test)))
+    tests = len({t for t, _p, _l in expected})
+    print(f"pytest --graphleaf roots: {len(expected & named)}/{len(expected)} root lines named, "
+          f"{len(named - expected)} other lines; {len(reported)}/{tests} clean tests reported")
+    return len(reported)
+
+
 def run_explain(folder: str, name: str, timeout: int) -> tuple[int, set[int], str]:
     """(exit status, the lines of the script named by the report's ``<-`` lines, the output)."""
     cmd = [sys.executable, "-m", "flake8_graphleaf", "explain", "--run", name]
@@ -112,7 +159,8 @@ def run_explain(folder: str, name: str, timeout: int) -> tuple[int, set[int], st
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--incidents", default=INCIDENTS, help="folder of NAME.py and NAME_clean.py scripts")
-    ap.add_argument("--only", choices=("pytest", "explain"), help="run one of the two checkers")
+    ap.add_argument("--only", choices=("pytest", "explain", "roots"),
+                    help="run one part: pytest --graphleaf or explain --run on the incidents, or the root-kind suite")
     ap.add_argument("--timeout", type=int, default=600, help="seconds for the pytest run (120 per explain --run)")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every finding")
     args = ap.parse_args(argv)
@@ -141,6 +189,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"pytest --graphleaf: {located}/{len(raising)} raising cases located at a root line; "
               f"{len(reported)}/{len(clean)} clean cases reported")
         bad += len(reported)
+    if args.only in (None, "roots"):
+        bad += score_roots(args.timeout, args.verbose)
     if args.only in (None, "explain"):
         located = 0
         reported = []

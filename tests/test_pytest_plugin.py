@@ -285,21 +285,11 @@ def test_a_child_that_cannot_send_its_result_does_not_hang_the_test(pytester):
 # One case per kind of root (fixtures/pytest/roots, each test swallowing its error): the line reported is
 # the root -- the user's line that applied a legacy norm or pruning (through the project's helpers), the
 # line that wrote into a tensor in place, an object's own copy method as well as the store, the
-# dataset's line that makes or keeps what DataLoader workers cannot batch.  (test, path, line, code)
-ROOTS = {
-    ("test_generator_step_and_snapshot", "norms.py", 8, "GLF101"),  # weight_norm(layer) in a helper
-    ("test_generator_step_and_snapshot", "norms.py", 20, "GLF102"),  # spectral_norm(...)
-    ("test_generator_step_and_snapshot", "norms.py", 12, "GLF103"),  # prune.l1_unstructured(...) in a helper
-    ("test_memory_step_and_snapshot", "inplace.py", 16, "GLF004"),  # self.bank.index_copy_(0, idx, h)
-    ("test_memory_step_and_snapshot", "inplace.py", 18, "GLF004"),  # last.copy_(h[-1]), last = self.last
-    ("test_memory_step_and_snapshot", "inplace.py", 19, "GLF004"),  # self.window[:2] = h[:2]
-    ("test_tracker_snapshot", "copymethods.py", 12, "GLF001"),  # self.best = loss
-    ("test_tracker_snapshot", "copymethods.py", 16, "GLF001"),  # its __deepcopy__ copying it
-    ("test_scaled_pickle_round_trip", "copymethods.py", 25, "GLF001"),  # its __getstate__ making it
-    ("test_encoded_loader_smoke", "data.py", 18, "GLF301"),  # __getitem__ returning items with grad
-    ("test_cached_loader_smoke", "data.py", 25, "GLF301"),  # self.items = [encoder(r) ...]
-    ("test_probe_summary", "stale.py", 16, "GLF001"),  # not stale.py:12, whose tensor summarize() replaced
-}
+# dataset's line that makes or keeps what DataLoader workers cannot batch, the store whose tensor is
+# still there (not an earlier one replaced since).  fixtures/pytest/roots/ROOTS.json: {test: [[path, line, code]]}
+with open(os.path.join(FIXTURES, "roots", "ROOTS.json"), encoding="utf-8") as _fh:
+    ROOTS = {(test, path, line, code) for test, places in json.load(_fh).items() if test != "_"
+             for path, line, code in places}
 
 
 def test_each_kind_of_root_is_named_at_its_root_line(pytester):
