@@ -304,6 +304,10 @@ def test_each_kind_of_root_is_named_at_its_root_line(pytester):
     assert by_line[("copymethods.py", 16)]["message"].endswith("Tracker.__deepcopy__() copies it here")
     assert by_line[("copymethods.py", 25)]["message"].endswith("Scaled.__getstate__() copies it here")
     assert by_line[("norms.py", 8)]["text"] == "return weight_norm(layer)  # the legacy weight norm, applied here"
+    assert {by_line[("norms.py", n)]["how"] for n in (8, 12, 20)} == {"applied"}
+    assert "applied here (the hook torch registered for it stores the tensor at every forward)" in \
+        by_line[("norms.py", 20)]["message"]
+    assert by_line[("inplace.py", 18)]["how"] == "stored" and by_line[("copymethods.py", 16)]["how"] == "method"
     assert "Encoded.__getitem__ returns cannot be batched" in by_line[("data.py", 18)]["message"]
 
 

@@ -57,8 +57,8 @@ def explain(
         if item.copy_method is not None:
             file, line, method = item.copy_method
             if not any(s.file == file and s.line == line for s in item.sources):
-                item.sources.append(Source(file=file, line=line, code="method", text=linecache.getline(file, line).strip(),
-                                           message=f"{method}() copies it"))
+                item.sources.append(Source(file=file, line=line, code="method",
+                                           text=linecache.getline(file, line).strip(), message=f"{method}() copies it"))
     if print_result:
         print(format_explanation(items), file=file or sys.stdout)
     return items

@@ -34,15 +34,15 @@ from dataclasses import asdict, dataclass, field
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
-import torch
 from torch import nn
 from torch._utils import ExceptionWrapper
 from torch.utils import data as tud
 
 from .findings import GraphTensor, display_path
-from .script import COWARDLY, SEND_FAILURE_LISTENERS, WORKER_GRAD, Recorder, SendFailure, describe_failure, locate
+from .script import (COWARDLY, HOOK_APPLIED, SEND_FAILURE_LISTENERS, WORKER_GRAD, Recorder, SendFailure,
+                     describe_failure, locate)
 from .static_map import StaticIndex, map_static
-from .walk import _graph_leaf_error, _return_line, find_graph_tensors
+from .walk import _graph_leaf_error, _return_line, _user_code, find_graph_tensors
 
 _HERE = os.path.abspath(__file__)
 _SKIP_FILES = (_HERE, os.path.abspath(copy.__file__))
@@ -64,6 +64,7 @@ class Finding:
     how: str  # "stored" (a recorded store), "static" (a static finding's line), "sent" / "copied" (the
     # tensor itself was sent or copied: the line that did it), "built" (the line that built the object
     # holding it), "method" (the line of the object's own __deepcopy__ / __getstate__ that copies it),
+    # "applied" (the line that applied legacy weight_norm / spectral_norm / pruning, whose hook stores it),
     # "unrecorded" (the test's own line)
     text: str = ""  # the storing line's source
     more: int = 0  # further tensors with the same storing line under the same attribute (model.items[1..])
@@ -208,7 +209,7 @@ class TestWatch:
         return self._watch_raise(root, lambda e: COWARDLY in str(e))
 
     def _on_put(self, obj, site) -> None:
-        where = (site.file, site.line)
+        where = (site.file, site.line) if site.line else None
         root = _Root(obj, _root_name(where, "put", obj), self._describe_site("put on a multiprocessing queue", where),
                      "queue", site=where)
         self._quiet = True  # the walk's own trial copies are no copies of the test's
@@ -425,6 +426,8 @@ class TestWatch:
                     places = [(self.test_file, self.test_line, "")]
             code = _code_for(g, root, index, places)
             hows = [how] * len(places)
+            if records:
+                hows = ["applied" if r.how == HOOK_APPLIED else "stored" for r in records]
             if g.copy_method is not None:  # its own __deepcopy__ / __getstate__ copies it: that line too
                 method_file, method_line, method = g.copy_method
                 if how in ("sent", "copied", "unrecorded"):  # made by the method itself: no store to name
@@ -453,7 +456,7 @@ class TestWatch:
         """The workers could not batch or send what the dataset's ``__getitem__`` returned, and the dataset
         itself holds no such tensor: the items are made with grad on, by ``__getitem__``."""
         code = getattr(getattr(type(root.obj), "__getitem__", None), "__code__", None)
-        if code is None:
+        if code is None or not _user_code(code):
             return
         file, line = os.path.abspath(code.co_filename), _return_line(code)
         key = (root.name, file, line, "__getitem__")
@@ -543,6 +546,8 @@ def _message(g: GraphTensor, root: _Root, how: str) -> str:
                 f"('Cowardly refusing to serialize non-leaf tensor')"
     if how == "stored":
         return f"{where}; stored here"
+    if how == "applied":
+        return f"{where}; applied here (the hook torch registered for it stores the tensor at every forward)"
     if how.startswith("method "):
         return f"{where}; {how.split(' ', 1)[1]}() copies it here"
     if how == "built":

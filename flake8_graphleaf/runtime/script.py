@@ -59,6 +59,7 @@ _SKIP = (_HERE, _TRACE_FILE)
 EXIT_FINISHED, EXIT_LOCATED, EXIT_USAGE, EXIT_SCRIPT_FAILED = 0, 1, 2, 3
 
 COWARDLY = "Cowardly refusing to serialize non-leaf tensor"
+HOOK_APPLIED = "applied"  # StoreRecord.how of a store by a hook that torch registered, named at the line applying it
 WORKER_GRAD = ("don't support automatic differentiation", "requires grad", "requires_grad")
 
 
@@ -147,7 +148,7 @@ class Recorder:
             def register(self, hook, *args, **kwargs):
                 try:
                     file, line, lib = _caller(_SKIP)
-                    if lib is not None:  # registered by torch (legacy weight_norm, spectral_norm, pruning)
+                    if lib is not None and line:  # registered by torch (legacy weight_norm, spectral_norm, pruning)
                         rec.hook_sites.add(hook, Site(f"{type(hook).__name__} hook", file, line))
                 except Exception:
                     pass
@@ -166,6 +167,8 @@ class Recorder:
                 original(self, *args, **kwargs)
                 try:
                     file, line, _lib = _caller(_SKIP + (_MP_FILES,))
+                    if not line:
+                        return  # built by an installed package's own code: no line of the user's to name
                     site = Site(what, file, line)
                     rec.sites.add(self, site)
                     if arg_of is not None:
@@ -258,18 +261,20 @@ class Recorder:
     # -- records -------------------------------------------------------------------------
     def _store(self, module, key, value) -> None:
         file, line, lib = _caller(_SKIP)
+        how = "buffer assignment" if key in module._buffers else "assignment"
         if lib is not None:
             site = self._hook_site()
             if site is not None:  # a store by a hook torch registered: the line that applied it is the root
-                file, line = site.file, site.line
+                file, line, how = site.file, site.line, HOOK_APPLIED
+        if line == 0:
+            return  # no line of the user's code made it (an installed package's own code): nothing to name
         slot = self.stores.get((id(module), key))
         if slot is None or slot[0]() is not module:
             slot = (weakref.ref(module), {})
             self.stores[(id(module), key)] = slot
         slot[1][(file, line)] = StoreRecord(
             module=type(module).__name__, attribute=key,
-            how="buffer assignment" if key in module._buffers else "assignment",
-            file=file, line=line, text=linecache.getline(file, line).strip(),
+            how=how, file=file, line=line, text=linecache.getline(file, line).strip(),
             grad_fn=type(value.grad_fn).__name__, library_frame=lib, owner_id=id(module), value=_weak(value),
         )
 

@@ -80,7 +80,7 @@ def _caller(skip_files=(_THIS_FILE,)) -> tuple[str, int, str | None]:
         if fname in skip_files or frame.f_code.co_name == "__setattr__" and fname.startswith(TORCH_DIR):
             frame = frame.f_back
             continue
-        if fname.startswith(library_dirs) or fname[:1] == "<":
+        if fname.startswith(library_dirs):
             if library is None and fname.startswith(TORCH_DIR):
                 library = f"{_display_torch(fname)}:{frame.f_lineno}"
             frame = frame.f_back
@@ -192,9 +192,7 @@ def trace_stores(model: nn.Module, name: str = "model") -> Iterator[StoreLog]:
 
 import ast as _ast
 import collections as _collections
-import functools
 import itertools as _itertools
-import sysconfig as _sysconfig
 import threading as _threading
 import types as _types
 import weakref as _weakref
