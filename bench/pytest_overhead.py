@@ -12,7 +12,9 @@ and times
 
 - the session: pytest's own duration of the run (collection and tests; the interpreter's start and
   ``import torch`` in ``conftest.py`` are outside it), read from the ``--junitxml`` report;
-- the process: the whole command, as a CI job sees it.
+- the process: the whole command, as a CI job sees it;
+- the CPU: the user + system CPU seconds of the whole command (``resource.getrusage`` of the children):
+  what the run costs, less moved than the wall clock by other work on a busy machine.
 
 It prints each round and the ratios of the medians (with / without).  Timing varies on a busy machine:
 compare numbers of one run, not across runs.  Needs torch.
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -172,20 +175,25 @@ def write_suite(folder: str, steps: int) -> None:
         fh.write(TESTS.format(steps=steps))
 
 
-def run_once(folder: str, with_plugin: bool) -> tuple[float, float, int]:
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_once(folder: str, with_plugin: bool) -> tuple[float, float, float, int]:
     report = os.path.join(folder, "junit.xml")
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", f"--junitxml={report}",
            folder]
     if with_plugin:
         cmd.append("--graphleaf")
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _children_cpu()
     r = subprocess.run(cmd, cwd=folder, capture_output=True, text=True)
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start, _children_cpu() - cpu
     if r.returncode != 0:
         sys.exit(f"the suite failed ({' '.join(cmd)}):\n{r.stdout}\n{r.stderr}")
     suite = ET.parse(report).getroot()
     suite = suite if suite.tag == "testsuite" else suite.find("testsuite")
-    return float(suite.get("time")), wall, int(suite.get("tests"))
+    return float(suite.get("time")), wall, cpu, int(suite.get("tests"))
 
 
 def main(argv=None) -> int:
@@ -197,23 +205,25 @@ def main(argv=None) -> int:
     folder = args.keep or tempfile.mkdtemp(prefix="graphleaf-bench-")
     os.makedirs(folder, exist_ok=True)
     write_suite(folder, args.steps)
-    runs: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
+    runs: dict[bool, list[tuple[float, float, float]]] = {False: [], True: []}
     try:
         run_once(folder, False)  # warm the file caches (torch's .so files, the .pyc)
         for i in range(args.rounds):
             order = (False, True) if i % 2 == 0 else (True, False)
             for with_plugin in order:
-                session, wall, tests = run_once(folder, with_plugin)
-                runs[with_plugin].append((session, wall))
-            print(f"round {i + 1}: without {runs[False][-1][0]:.2f} s session / {runs[False][-1][1]:.2f} s process; "
-                  f"with --graphleaf {runs[True][-1][0]:.2f} s / {runs[True][-1][1]:.2f} s  ({tests} tests)")
+                session, wall, cpu, tests = run_once(folder, with_plugin)
+                runs[with_plugin].append((session, wall, cpu))
+            a, b = runs[False][-1], runs[True][-1]
+            print(f"round {i + 1}: without {a[0]:.2f} s session / {a[1]:.2f} s process / {a[2]:.2f} s CPU; "
+                  f"with --graphleaf {b[0]:.2f} s / {b[1]:.2f} s / {b[2]:.2f} s  ({tests} tests)")
     finally:
         if not args.keep:
             shutil.rmtree(folder, ignore_errors=True)
-    med = {k: (statistics.median(s for s, _ in v), statistics.median(w for _, w in v)) for k, v in runs.items()}
+    med = {k: tuple(statistics.median(r[i] for r in v) for i in range(3)) for k, v in runs.items()}
     print(textwrap.dedent(f"""\
         median session: without {med[False][0]:.2f} s, with --graphleaf {med[True][0]:.2f} s: ratio {med[True][0] / med[False][0]:.2f}x
-        median process: without {med[False][1]:.2f} s, with --graphleaf {med[True][1]:.2f} s: ratio {med[True][1] / med[False][1]:.2f}x"""))
+        median process: without {med[False][1]:.2f} s, with --graphleaf {med[True][1]:.2f} s: ratio {med[True][1] / med[False][1]:.2f}x
+        median CPU: without {med[False][2]:.2f} s, with --graphleaf {med[True][2]:.2f} s: ratio {med[True][2] / med[False][2]:.2f}x"""))
     return 0
 
 

@@ -184,3 +184,29 @@ def test_script_with_a_class_loaded_outside_sys_modules(tmp_path):
     assert r.returncode == 1, r.stdout + r.stderr
     assert "model.cache  (3, 2) float32 cpu grad_fn=AddmmBackward0" in r.stdout
     assert "netdef.py:7 GLF001 (traced) self.cache = self.fc(x)" in r.stdout
+
+
+def test_worker_items_made_by_getitem_name_its_return_line(tmp_path):
+    """The dataset holds an encoder (parameters reach the workers fine) and computes each item with grad
+    on: the report names __getitem__'s return line, not the encoder's parameters; computed under no_grad,
+    the script runs to the end."""
+    body = (
+        "import torch, torch.nn as nn\n"
+        "from torch.utils.data import DataLoader, Dataset\n"
+        "class Encoded(Dataset):\n"
+        "    def __init__(self):\n        self.encoder = nn.Linear(3, 2)\n        self.raw = torch.randn(8, 3)\n"
+        "    def __len__(self):\n        return 8\n"
+        "    def __getitem__(self, i):\n"
+        "        {guard}return self.encoder(self.raw[i])\n"
+        "if __name__ == '__main__':\n"
+        "    print(len(list(DataLoader(Encoded(), batch_size=4, num_workers=1))))\n"
+    )
+    (tmp_path / "leaky.py").write_text(body.replace("{guard}", ""))
+    r = run(str(tmp_path / "leaky.py"), cwd=str(tmp_path))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "the items its __getitem__ returns do" in r.stdout
+    assert "<- leaky.py:10 made: return self.encoder(self.raw[i])" in r.stdout
+    assert "encoder.weight" not in r.stdout
+    (tmp_path / "clean.py").write_text(body.replace("{guard}", "with torch.no_grad():\n            "))
+    r = run(str(tmp_path / "clean.py"), cwd=str(tmp_path))
+    assert r.returncode == 0, r.stdout + r.stderr

@@ -129,6 +129,12 @@ def test_strict_fails_the_tests_that_leave_a_tensor(pytester):
         "*graphleaf (strict): this test left 2 tensors on the autograd graph where copy.deepcopy*",
         "seq2seq.py:14: GLF001 model.encoder.last_hidden holds a tensor*",
     ])
+    # each finding once (in its test's failure, not again in a section or the summary), the summary once
+    findings = [line for line in result.outlines if ": GLF0" in line and line.split(":")[0].endswith(".py")]
+    assert len(findings) == 7 and len(set(findings)) == 7, "\n".join(result.outlines)
+    assert sum(1 for line in result.outlines if line.startswith("=") and " graphleaf " in line) == 1
+    assert summary(result) == ["7 tensors on the autograd graph left by 5 tests; all listed with the failures above"]
+    assert not any(line.startswith("-") and " graphleaf " in line for line in result.outlines)  # no per-test section
 
 
 def test_ini_options(pytester):
@@ -274,3 +280,42 @@ def test_a_child_that_cannot_send_its_result_does_not_hang_the_test(pytester):
     (item,) = json.loads((pytester.path / "worker.json").read_text())
     assert (item["path"], item["line"], item["code"], item["how"]) == ("worker_result_put.py", 10, "GLF301", "sent")
     assert item["text"] == "queue.put(model(torch.randn(4, 3)))  # the result, still on the graph"
+
+
+# One case per kind of root (fixtures/pytest/roots, each test swallowing its error): the line reported is
+# the root -- the user's line that applied a legacy norm or pruning (through the project's helpers), the
+# line that wrote into a tensor in place, an object's own copy method as well as the store, the
+# dataset's line that makes or keeps what DataLoader workers cannot batch, the store whose tensor is
+# still there (not an earlier one replaced since).  fixtures/pytest/roots/ROOTS.json: {test: [[path, line, code]]}
+with open(os.path.join(FIXTURES, "roots", "ROOTS.json"), encoding="utf-8") as _fh:
+    ROOTS = {(test, path, line, code) for test, places in json.load(_fh).items() if test != "_"
+             for path, line, code in places}
+
+
+def test_each_kind_of_root_is_named_at_its_root_line(pytester):
+    suite(pytester, "roots")
+    result = run(pytester, "--graphleaf", "--graphleaf-json=roots.json", "-W", "ignore::FutureWarning")
+    result.assert_outcomes(passed=7)
+    data = json.loads((pytester.path / "roots.json").read_text())
+    got = {(f["test"].split("::")[1], f["path"], f["line"], f["code"]) for f in data}
+    assert got == ROOTS, "\n".join(f"{f['path']}:{f['line']}: {f['code']} {f['message']}" for f in data)
+    assert not any("typing_extensions" in line or "site-packages" in line for line in result.outlines)
+    by_line = {(f["path"], f["line"]): f for f in data}
+    assert by_line[("copymethods.py", 16)]["message"].endswith("Tracker.__deepcopy__() copies it here")
+    assert by_line[("copymethods.py", 25)]["message"].endswith("Scaled.__getstate__() copies it here")
+    assert by_line[("norms.py", 8)]["text"] == "return weight_norm(layer)  # the legacy weight norm, applied here"
+    assert {by_line[("norms.py", n)]["how"] for n in (8, 12, 20)} == {"applied"}
+    assert "applied here (the hook torch registered for it stores the tensor at every forward)" in \
+        by_line[("norms.py", 20)]["message"]
+    assert by_line[("inplace.py", 18)]["how"] == "stored" and by_line[("copymethods.py", 16)]["how"] == "method"
+    assert "Encoded.__getitem__ returns cannot be batched" in by_line[("data.py", 18)]["message"]
+
+
+def test_clean_sends_and_copies_are_not_reported(pytester):
+    """The twins: parametrizations instead of the legacy norms, detached in-place writes, stores and copy methods, a
+    dataset holding an encoder whose items are computed under no_grad (the workers batch plain tensors), and
+    a dataset of graph tensors whose forked workers send detached items (the dataset is never pickled)."""
+    suite(pytester, "roots_clean")
+    result = run(pytester, "--graphleaf", "--graphleaf-strict", "--graphleaf-json=clean.json")
+    result.assert_outcomes(passed=7)
+    assert json.loads((pytester.path / "clean.json").read_text()) == []

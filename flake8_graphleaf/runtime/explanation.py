@@ -6,6 +6,7 @@ given, the stores recorded by :func:`flake8_graphleaf.runtime.trace.trace_stores
 
 from __future__ import annotations
 
+import linecache
 import sys
 from typing import Any, Iterable
 
@@ -52,6 +53,12 @@ def explain(
                     Source(file=rec.file, line=rec.line, code="trace", text=text, attribute=rec.attribute,
                            message=f"{rec.how} recorded by trace_stores ({rec.grad_fn})", traced=True)
                 )
+    for item in items:
+        if item.copy_method is not None:
+            file, line, method = item.copy_method
+            if not any(s.file == file and s.line == line for s in item.sources):
+                item.sources.append(Source(file=file, line=line, code="method",
+                                           text=linecache.getline(file, line).strip(), message=f"{method}() copies it"))
     if print_result:
         print(format_explanation(items), file=file or sys.stdout)
     return items

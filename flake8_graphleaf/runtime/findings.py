@@ -42,6 +42,8 @@ class GraphTensor:
     tensor: Any = field(default=None, repr=False, compare=False)
     grad_of: Any = field(default=None, repr=False, compare=False)  # the leaf whose .grad this tensor is
     holder: Any = field(default=None, repr=False, compare=False)  # the object, list or dict holding it directly
+    # (file, line, "Tracker.__deepcopy__"): the line of an object's own __deepcopy__ / __getstate__ that copied it
+    copy_method: tuple[str, int, str] | None = None
 
 
     def describe(self) -> str:
@@ -81,6 +83,7 @@ _LABELS = {
     "built": "built:",
     "sent": "sent:",
     "loader": "given to a DataLoader:",
+    "method": "its own copy method copies it:",
 }
 
 

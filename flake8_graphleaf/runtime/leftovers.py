@@ -27,18 +27,22 @@ import linecache
 import multiprocessing.process
 import os
 import re
+import shutil
 import sys
+import tempfile
 from dataclasses import asdict, dataclass, field
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
 from torch import nn
+from torch._utils import ExceptionWrapper
 from torch.utils import data as tud
 
 from .findings import GraphTensor, display_path
-from .script import COWARDLY, SEND_FAILURE_LISTENERS, Recorder, SendFailure, describe_failure, locate
+from .script import (COWARDLY, HOOK_APPLIED, SEND_FAILURE_LISTENERS, WORKER_GRAD, Recorder, SendFailure,
+                     describe_failure, locate)
 from .static_map import StaticIndex, map_static
-from .walk import _graph_leaf_error, find_graph_tensors
+from .walk import _graph_leaf_error, _return_line, _user_code, find_graph_tensors
 
 _HERE = os.path.abspath(__file__)
 _SKIP_FILES = (_HERE, os.path.abspath(copy.__file__))
@@ -58,7 +62,10 @@ class Finding:
     grad_fn: str | None
     shape: list[int]
     how: str  # "stored" (a recorded store), "static" (a static finding's line), "sent" / "copied" (the
-    # tensor itself was sent or copied: the line that did it), "unrecorded" (the test's own line)
+    # tensor itself was sent or copied: the line that did it), "built" (the line that built the object
+    # holding it), "method" (the line of the object's own __deepcopy__ / __getstate__ that copies it),
+    # "applied" (the line that applied legacy weight_norm / spectral_norm / pruning, whose hook stores it),
+    # "unrecorded" (the test's own line)
     text: str = ""  # the storing line's source
     more: int = 0  # further tensors with the same storing line under the same attribute (model.items[1..])
     when: str = "at the end of the test"  # or "when the copy raised", "when it was sent"
@@ -79,6 +86,7 @@ class _Root:
     requiring_grad: bool = False
     findings: list[GraphTensor] | None = None  # walked when it raised / was sent
     site: tuple[str, int] | None = None
+    cause: str = ""  # for DataLoader workers: "batched" (collate refused them) or "sent" (an item could not be sent)
 
 
 @dataclass
@@ -98,6 +106,9 @@ class TestWatch:
     _sent_ids: set = field(default_factory=set)
     _quiet: bool = False
     child_findings: list = field(default_factory=list)  # results children could not send (Finding)
+    # id(dataset) -> (dataset, where, batched, workers): the DataLoaders with workers the test iterated
+    loaders: dict = field(default_factory=dict)
+    _evidence: str | None = None  # a folder where forked DataLoader workers leave word of an item they could not send
 
     # -- recording ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -121,6 +132,7 @@ class TestWatch:
         tracer.watch(ForkingPickler.dumps.__func__, self._on_pickle)
         tracer.watch(multiprocessing.process.BaseProcess.start, self._on_start)
         tracer.watch(tud.dataloader._MultiProcessingDataLoaderIter.__init__, self._on_workers)
+        tracer.watch(ExceptionWrapper.reraise, self._on_worker_error)
         rec.install()
         self.tracing = rec.tracing
 
@@ -137,6 +149,10 @@ class TestWatch:
         self.modules.clear()
         self.roots.clear()
         self.child_findings.clear()
+        self.loaders.clear()
+        if self._evidence is not None:
+            shutil.rmtree(self._evidence, ignore_errors=True)
+            self._evidence = None
         self.recorder = Recorder()
 
     def _site(self, frame) -> tuple[str, int] | None:
@@ -193,7 +209,7 @@ class TestWatch:
         return self._watch_raise(root, lambda e: COWARDLY in str(e))
 
     def _on_put(self, obj, site) -> None:
-        where = (site.file, site.line)
+        where = (site.file, site.line) if site.line else None
         root = _Root(obj, _root_name(where, "put", obj), self._describe_site("put on a multiprocessing queue", where),
                      "queue", site=where)
         self._quiet = True  # the walk's own trial copies are no copies of the test's
@@ -217,6 +233,10 @@ class TestWatch:
         return None
 
     def _on_workers(self, frame):
+        """DataLoader workers start: nothing is reported yet.  A forked worker gets the dataset without
+        pickling it; what it sends back is each batch (or item).  A spawned worker's dataset is pickled
+        with its ``Process`` (:meth:`_on_start`).  What a worker could not batch or send is reported when the
+        test's process learns of it (:meth:`_on_worker_error`, :meth:`_worker_evidence`)."""
         loader = frame.f_locals.get("loader")
         dataset = getattr(loader, "dataset", None)
         if dataset is None or id(dataset) in self._sent_ids:
@@ -225,12 +245,68 @@ class TestWatch:
         site = self.recorder.sites.get(loader)
         where = (site.file, site.line) if site is not None else self._site(frame)
         batched = bool(getattr(loader, "_auto_collation", True))
-        root = _Root(dataset, "dataset", self._describe_site(
-            f"indexed by {loader.num_workers} DataLoader worker{'s' if loader.num_workers != 1 else ''}", where),
-            "worker", requiring_grad=batched, site=where)
-        root.findings = find_graph_tensors(dataset, "dataset", requiring_grad=batched)
-        self.roots.append(root)
+        self.loaders[id(dataset)] = (dataset, where, batched, loader.num_workers)
+        if self._evidence is None:
+            try:
+                self._evidence = tempfile.mkdtemp(prefix="graphleaf-workers-")
+            except OSError:
+                self._evidence = None
         return None
+
+    def _worker_root(self, dataset, cause: str) -> _Root | None:
+        entry = self.loaders.get(id(dataset))
+        if entry is None:
+            return None
+        dataset, where, batched, workers = entry
+        what = f"indexed by {workers} DataLoader worker{'s' if workers != 1 else ''}"
+        root = _Root(dataset, "dataset", self._describe_site(what, where), "worker", requiring_grad=batched,
+                     site=where)
+        root.cause = cause
+        self._quiet = True
+        try:
+            found = find_graph_tensors(dataset, "dataset", requiring_grad=batched)
+        finally:
+            self._quiet = False
+        # a module's parameters inside the dataset are no items: pickled or forked, they reach the workers fine
+        root.findings = [g for g in found if not isinstance(g.tensor, nn.Parameter)]
+        return root
+
+    def _on_worker_error(self, frame):
+        """``ExceptionWrapper.reraise`` in the test's process: a worker's error reaches the DataLoader's user.
+        When it is the batching error of tensors that require grad, the loader's dataset is a root."""
+        wrapper = frame.f_locals.get("self")
+        message = getattr(wrapper, "exc_msg", "") or ""
+        if os.getpid() != self.recorder.main_pid or not any(w in message for w in WORKER_GRAD):
+            return None
+        caller = frame.f_back
+        it = caller.f_locals.get("self") if caller is not None else None
+        dataset = getattr(it, "_dataset", None)
+        if dataset is None or any(r.kind == "worker" and r.obj is dataset for r in self.roots):
+            return None
+        root = self._worker_root(dataset, "batched")
+        if root is not None:
+            self.roots.append(root)
+        return None
+
+    def _worker_evidence(self) -> None:
+        """The datasets whose forked workers left word that they could not send an item (batch_size=None)."""
+        if self._evidence is None:
+            return
+        try:
+            names = os.listdir(self._evidence)
+        except OSError:
+            return
+        for name in names:
+            try:
+                ident = int(name.split("-")[0])
+            except ValueError:
+                continue
+            entry = self.loaders.get(ident)
+            if entry is None or any(r.kind == "worker" and r.obj is entry[0] for r in self.roots):
+                continue
+            root = self._worker_root(entry[0], "sent")
+            if root is not None:
+                self.roots.append(root)
 
     def _feeder_failed(self, e, obj) -> None:
         """A ``Queue.put`` of the test could not be pickled (in the queue's feeder thread): whoever reads
@@ -249,7 +325,14 @@ class TestWatch:
         the test waiting forever: a DataLoader worker ends (the loader notices, and raises in the test);
         another child sends a :class:`SendFailure`, so the test's ``queue.get()`` raises the child's
         RuntimeError."""
-        if tud.get_worker_info() is not None:
+        info = tud.get_worker_info()
+        if info is not None:
+            if self._evidence is not None:  # word for the test's process: this dataset's item could not be sent
+                try:
+                    with open(os.path.join(self._evidence, f"{id(info.dataset)}-{os.getpid()}"), "w") as fh:
+                        fh.write(str(e))
+                except OSError:
+                    pass
             print("graphleaf: this DataLoader worker's item is on the autograd graph and cannot reach the test's "
                   "process; the worker ends here so that the DataLoader raises instead of waiting forever",
                   file=sys.stderr)
@@ -284,6 +367,7 @@ class TestWatch:
     # -- the check -----------------------------------------------------------------------------
     def check(self) -> list[Finding]:
         self.stop()
+        self._worker_evidence()
         seen: set[int] = set()
         reported: set[int] = set()
         log = self.recorder.store_log()
@@ -311,6 +395,9 @@ class TestWatch:
         return out
 
     def _report(self, root, items, log, index, reported, groups, out) -> None:
+        if root.kind == "worker" and not items:
+            self._report_getitem(root, groups, out)
+            return
         for g in items:
             if g.tensor is not None:
                 if id(g.tensor) in reported:
@@ -325,6 +412,10 @@ class TestWatch:
                 if sources:
                     how = "static"
                     places = [(s.file, s.line, s.text) for s in sources[:1]]
+                elif g.owners and self.recorder.sites.get(g.owners[0][0]) is not None:
+                    site = self.recorder.sites.get(g.owners[0][0])  # TensorDataset(features, labels)
+                    how = "built"
+                    places = [(site.file, site.line, "")]
                 elif root.site is not None and root.kind != "module":
                     # no store of it was seen (the tensor itself was sent or copied, or it was made where
                     # nothing records): the line that sent or copied it
@@ -334,7 +425,17 @@ class TestWatch:
                     how = "unrecorded"
                     places = [(self.test_file, self.test_line, "")]
             code = _code_for(g, root, index, places)
-            for file, line, text in places:
+            hows = [how] * len(places)
+            if records:
+                hows = ["applied" if r.how == HOOK_APPLIED else "stored" for r in records]
+            if g.copy_method is not None:  # its own __deepcopy__ / __getstate__ copies it: that line too
+                method_file, method_line, method = g.copy_method
+                if how in ("sent", "copied", "unrecorded"):  # made by the method itself: no store to name
+                    places, hows = [], []
+                if (method_file, method_line) not in {(f, l) for f, l, _t in places}:
+                    places.append((method_file, method_line, ""))
+                    hows.append(f"method {method}")
+            for (file, line, text), place_how in zip(places, hows):
                 key = (root.name, file, line, re.sub(r"\[[^\]]*\]", "[]", g.path))
                 same = groups.get(key)
                 if same is not None:
@@ -342,14 +443,35 @@ class TestWatch:
                     continue
                 finding = Finding(
                     test=self.nodeid, path=display_path(file), line=line, code=code,
-                    message=_message(g, root, how),
+                    message=_message(g, root, place_how), how=place_how.split(" ")[0],
                     object=f"{_module_name(root)} ({root.what})", attribute=g.path, grad_fn=g.grad_fn,
-                    shape=list(g.shape), how=how, text=text or linecache.getline(file, line).strip(),
+                    shape=list(g.shape), text=text or linecache.getline(file, line).strip(),
                     when="at the end of the test" if root.findings is None else
                     ("when the copy raised" if root.kind in ("deepcopy", "pickle") else "when it was sent"),
                 )
                 groups[key] = finding
                 out.append(finding)
+
+    def _report_getitem(self, root, groups, out) -> None:
+        """The workers could not batch or send what the dataset's ``__getitem__`` returned, and the dataset
+        itself holds no such tensor: the items are made with grad on, by ``__getitem__``."""
+        code = getattr(getattr(type(root.obj), "__getitem__", None), "__code__", None)
+        if code is None or not _user_code(code):
+            return
+        file, line = os.path.abspath(code.co_filename), _return_line(code)
+        key = (root.name, file, line, "__getitem__")
+        if key in groups:
+            return
+        what = ("cannot be batched by the workers (they require grad)" if root.cause == "batched" else
+                "cannot be sent from the workers (on the autograd graph)")
+        finding = Finding(
+            test=self.nodeid, path=display_path(file), line=line, code="GLF301",
+            message=f"the items {type(root.obj).__name__}.__getitem__ returns {what}: the dataset {root.what}; "
+                    "made here (compute them under torch.no_grad() or detach them)",
+            object=f"dataset ({root.what})", attribute=f"{type(root.obj).__name__}.__getitem__", grad_fn=None,
+            shape=[], how="made", text=linecache.getline(file, line).strip(), when="when the workers failed")
+        groups[key] = finding
+        out.append(finding)
 
     # -- a failure raised by the test ---------------------------------------------------------------
     def explain_exception(self, exc: BaseException) -> str | None:
@@ -424,6 +546,12 @@ def _message(g: GraphTensor, root: _Root, how: str) -> str:
                 f"('Cowardly refusing to serialize non-leaf tensor')"
     if how == "stored":
         return f"{where}; stored here"
+    if how == "applied":
+        return f"{where}; applied here (the hook torch registered for it stores the tensor at every forward)"
+    if how.startswith("method "):
+        return f"{where}; {how.split(' ', 1)[1]}() copies it here"
+    if how == "built":
+        return f"{where}; the object holding it was built here (no store of it was recorded)"
     if how in ("sent", "copied"):
         return f"{where}; {how} here (no store of it was recorded)"
     if how == "static":

@@ -81,6 +81,7 @@ class GraphleafPlugin:
         self.strict = strict
         self.json_path = json_path
         self.findings: list[dict] = []
+        self.shown: set[int] = set()  # indexes in findings listed with a failed test's report (not again below)
         self.checked = 0
         self.untraced: list[str] = []
         self.errors: list[str] = []
@@ -131,14 +132,15 @@ class GraphleafPlugin:
         if not findings:
             return
         lines = [f.summary_line() for f in findings]
-        report.sections.append(("graphleaf", "\n".join(lines)))
         report.graphleaf = [f.as_json() for f in findings]  # travels with the report (pytest-xdist too)
-        if self.strict and report.passed:
+        if self.strict and report.passed:  # the failure lists them: once per test
             report.outcome = "failed"
             report.longrepr = (
                 f"graphleaf (strict): this test left {len(findings)} tensor{'s' if len(findings) != 1 else ''} "
                 "on the autograd graph where copy.deepcopy or a process boundary meets "
                 f"{'them' if len(findings) != 1 else 'it'}:\n" + "\n".join(lines))
+        else:
+            report.sections.append(("graphleaf", "\n".join(lines)))
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_teardown(self, item: pytest.Item):
@@ -153,6 +155,8 @@ class GraphleafPlugin:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         data = getattr(report, "graphleaf", None)
         if data and report.when == "call":
+            if report.failed:
+                self.shown.update(range(len(self.findings), len(self.findings) + len(data)))
             self.findings.extend(data)
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus, config) -> None:
@@ -160,14 +164,17 @@ class GraphleafPlugin:
             return
         tr = terminalreporter
         tr.section("graphleaf")
-        for f in self.findings:
-            tr.write_line(f"{f['path']}:{f['line']}: {f['code']} {f['message']} ({f['test']})")
+        for i, f in enumerate(self.findings):
+            if i not in self.shown:  # a failed test's report lists its findings already
+                tr.write_line(f"{f['path']}:{f['line']}: {f['code']} {f['message']} ({f['test']})")
         n = len(self.findings)
         tests = len({f["test"] for f in self.findings})
         if n:
+            shown = len(self.shown)
             tr.write_line(f"{n} tensor{'s' if n != 1 else ''} on the autograd graph left by {tests} "
                           f"test{'s' if tests != 1 else ''}" + ("" if self.strict else
-                          " (reported, not failed: --graphleaf-strict fails those tests)"))
+                          " (reported, not failed: --graphleaf-strict fails those tests)")
+                          + (f"; {'all' if shown == n else shown} listed with the failures above" if shown else ""))
         else:
             tr.write_line("no test left a tensor on the autograd graph where copy.deepcopy or a process "
                           "boundary meets it")

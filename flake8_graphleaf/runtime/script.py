@@ -49,7 +49,7 @@ from .explanation import explain
 from .findings import Findings, GraphTensor, Source, display_path, format_explanation
 from .static_map import StaticIndex, user_class_files
 from .trace import _THIS_FILE as _TRACE_FILE, StoreLog, StoreRecord, StoreTracer, _caller
-from .walk import TORCH_DIR, _graph_leaf_error, find_graph_tensors
+from .walk import TORCH_DIR, _graph_leaf_error, _return_line, find_graph_tensors
 
 _HERE = os.path.abspath(__file__)
 _COPY_FILE = os.path.abspath(copy.__file__)
@@ -59,6 +59,7 @@ _SKIP = (_HERE, _TRACE_FILE)
 EXIT_FINISHED, EXIT_LOCATED, EXIT_USAGE, EXIT_SCRIPT_FAILED = 0, 1, 2, 3
 
 COWARDLY = "Cowardly refusing to serialize non-leaf tensor"
+HOOK_APPLIED = "applied"  # StoreRecord.how of a store by a hook that torch registered, named at the line applying it
 WORKER_GRAD = ("don't support automatic differentiation", "requires grad", "requires_grad")
 
 
@@ -111,6 +112,7 @@ class Recorder:
         self.sites = _Sites()  # object -> the line that built it
         self.given = _Sites()  # dataset -> the DataLoader(...) line it was given to
         self.put_sites = _Sites()  # object -> the Queue.put(...) line
+        self.hook_sites = _Sites()  # a module hook registered by library code -> the user's line that applied it
         self._saved: list[tuple[Any, str, Any]] = []
         self.main_pid = os.getpid()
         self.on_feeder_error = None  # set by run_script
@@ -140,6 +142,24 @@ class Recorder:
 
         self._patch(nn.Module, "__setattr__", setattr_recording)
 
+        def hook_recorder(name):
+            original = nn.Module.__dict__[name]
+
+            def register(self, hook, *args, **kwargs):
+                try:
+                    file, line, lib = _caller(_SKIP)
+                    if lib is not None and line:  # registered by torch (legacy weight_norm, spectral_norm, pruning)
+                        rec.hook_sites.add(hook, Site(f"{type(hook).__name__} hook", file, line))
+                except Exception:
+                    pass
+                return original(self, hook, *args, **kwargs)
+
+            register.__wrapped__ = original
+            self._patch(nn.Module, name, register)
+
+        hook_recorder("register_forward_pre_hook")
+        hook_recorder("register_forward_hook")
+
         def site_recorder(cls, what, arg_of=None):
             original = cls.__dict__["__init__"]
 
@@ -147,6 +167,8 @@ class Recorder:
                 original(self, *args, **kwargs)
                 try:
                     file, line, _lib = _caller(_SKIP + (_MP_FILES,))
+                    if not line:
+                        return  # built by an installed package's own code: no line of the user's to name
                     site = Site(what, file, line)
                     rec.sites.add(self, site)
                     if arg_of is not None:
@@ -239,16 +261,36 @@ class Recorder:
     # -- records -------------------------------------------------------------------------
     def _store(self, module, key, value) -> None:
         file, line, lib = _caller(_SKIP)
+        how = "buffer assignment" if key in module._buffers else "assignment"
+        if lib is not None:
+            site = self._hook_site()
+            if site is not None:  # a store by a hook torch registered: the line that applied it is the root
+                file, line, how = site.file, site.line, HOOK_APPLIED
+        if line == 0:
+            return  # no line of the user's code made it (an installed package's own code): nothing to name
         slot = self.stores.get((id(module), key))
         if slot is None or slot[0]() is not module:
             slot = (weakref.ref(module), {})
             self.stores[(id(module), key)] = slot
         slot[1][(file, line)] = StoreRecord(
             module=type(module).__name__, attribute=key,
-            how="buffer assignment" if key in module._buffers else "assignment",
-            file=file, line=line, text=linecache.getline(file, line).strip(),
-            grad_fn=type(value.grad_fn).__name__, library_frame=lib, owner_id=id(module),
+            how=how, file=file, line=line, text=linecache.getline(file, line).strip(),
+            grad_fn=type(value.grad_fn).__name__, library_frame=lib, owner_id=id(module), value=_weak(value),
         )
+
+    def _hook_site(self) -> Site | None:
+        """The user's line that applied the library hook now running (``weight_norm(layer)``), if one is."""
+        frame = sys._getframe(2)
+        while frame is not None:
+            if os.path.abspath(frame.f_code.co_filename).startswith(TORCH_DIR):
+                names = frame.f_locals
+                for key in ("self", "hook"):
+                    obj = names.get(key)
+                    site = self.hook_sites.get(obj) if obj is not None else None
+                    if site is not None:
+                        return site
+            frame = frame.f_back
+        return None
 
     def store_log(self) -> StoreLog:
         log = StoreLog()
@@ -257,6 +299,13 @@ class Recorder:
             if ref() is not None:
                 log.extend(by_line.values())
         return log
+
+
+def _weak(value):
+    try:
+        return weakref.ref(value)
+    except TypeError:
+        return None
 
 
 _MP_FILES = os.path.abspath(multiprocessing.queues.__file__)
@@ -438,6 +487,17 @@ def describe_failure(failure: Failure, rec: Recorder, script: str) -> tuple[str,
     items = explain(failure.obj, failure.name, trace=rec.store_log(), extra_files=[script], print_result=False,
                     requiring_grad=failure.kind == "worker")
     kind = type(failure.obj).__name__
+    if failure.kind == "worker":
+        # a module's parameters in the dataset reach the workers fine (forked or pickled): they are no items
+        items[:] = [g for g in items if not isinstance(g.tensor, nn.Parameter)]
+        code = getattr(getattr(type(failure.obj), "__getitem__", None), "__code__", None)
+        if not items and code is not None and _is_user_file(code.co_filename):
+            file, line = os.path.abspath(code.co_filename), _return_line(code)
+            lines.append(f"the object the workers index ({failure.name}, a {kind}) holds no tensor that requires "
+                         f"grad: the items its __getitem__ returns do (compute them under torch.no_grad() or "
+                         f"detach them):")
+            lines.append(f"    <- {display_path(file)}:{line} made: {linecache.getline(file, line).strip()}")
+            return "\n".join(lines), items
     n = len(items)
     what = "tensors that require grad" if failure.kind == "worker" else "tensors on the autograd graph (not graph leaves)"
     if n == 1:

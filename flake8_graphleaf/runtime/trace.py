@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from .findings import GraphTensor, display_path
-from .walk import TORCH_DIR, module_name
+from .walk import TORCH_DIR, library_dirs as _library_dirs, module_name
 
 _THIS_FILE = os.path.abspath(__file__)
 
@@ -34,6 +34,7 @@ class StoreRecord:
     grad_fn: str | None
     library_frame: str | None = None  # "torch/nn/utils/weight_norm.py:78" when torch code did the store
     owner_id: int = 0
+    value: Any = None  # a weak reference to the tensor stored (module stores of explain --run / pytest --graphleaf)
 
     def location(self) -> str:
         return f"{display_path(self.file)}:{self.line}"
@@ -51,6 +52,8 @@ class StoreLog(list):
             owner, chain = item.owners[0]
             for rec in self:
                 if rec.owner_id == id(owner) and rec.attribute == chain[0]:
+                    if rec.value is not None and item.tensor is not None and rec.value() is not item.tensor:
+                        continue  # that line stored another tensor, since replaced: not what the walk met
                     last.setdefault((rec.file, rec.line), rec)
         if self.tracer is not None and item.tensor is not None:
             for rec in self.tracer.records(item.tensor, item.holder):
@@ -66,16 +69,19 @@ class StoreLog(list):
 
 
 def _caller(skip_files=(_THIS_FILE,)) -> tuple[str, int, str | None]:
-    """(file, line) of the first frame outside this file and torch, and the torch frame if one came first."""
+    """(file, line) of the first frame in the user's code (outside this package, torch, the standard library
+    and installed packages: ``typing_extensions``' ``@deprecated`` wrapper of legacy ``weight_norm`` is no
+    storing line), and the first library frame on the way when one came first (``torch/nn/utils/...:78``)."""
     frame = sys._getframe(1)
     library = None
+    library_dirs = _library_dirs()
     while frame is not None:
         fname = os.path.abspath(frame.f_code.co_filename)
         if fname in skip_files or frame.f_code.co_name == "__setattr__" and fname.startswith(TORCH_DIR):
             frame = frame.f_back
             continue
-        if fname.startswith(TORCH_DIR):
-            if library is None:
+        if fname.startswith(library_dirs):
+            if library is None and fname.startswith(TORCH_DIR):
                 library = f"{_display_torch(fname)}:{frame.f_lineno}"
             frame = frame.f_back
             continue
@@ -186,35 +192,18 @@ def trace_stores(model: nn.Module, name: str = "model") -> Iterator[StoreLog]:
 
 import ast as _ast
 import collections as _collections
-import functools
 import itertools as _itertools
-import sysconfig as _sysconfig
 import threading as _threading
 import types as _types
 import weakref as _weakref
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(_THIS_FILE)) + os.sep
 _MISSING = object()
+_THROUGH_NAME = " through a local name"  # an in-place write whose target only a local name shows
 _HOOK = object()
 _GENERATED_INIT = object()
 _CONTAINER_METHODS = {"append", "appendleft", "insert", "add"}  # the new item is the argument
 _MERGE_METHODS = {"extend", "extendleft", "update", "setdefault", "__setitem__"}
 _SCAN = (256, 16)  # items looked at in a container stored (its last ones), and in the containers in it
-
-
-@functools.lru_cache(maxsize=1)
-def _library_dirs() -> tuple[str, ...]:
-    dirs = {TORCH_DIR, _PACKAGE_DIR}
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        try:
-            path = _sysconfig.get_paths()[key]
-        except KeyError:
-            continue
-        dirs.add(os.path.abspath(path) + os.sep)
-    for path in sys.path:
-        if path and ("site-packages" in path or "dist-packages" in path):
-            dirs.add(os.path.abspath(path) + os.sep)
-    return tuple(sorted(dirs))
 
 
 class _Statement:
@@ -270,6 +259,8 @@ def _store_targets(stmt, cells: frozenset[str]) -> list:
                     receiver = receiver.func.value
                 if isinstance(receiver, (_ast.Attribute, _ast.Subscript)):
                     out.append((f"in-place .{name}()", receiver, None, receiver.value))
+                elif isinstance(receiver, _ast.Name):  # buf = self.bank; buf.copy_(h): the tensor itself
+                    out.append((f"in-place .{name}(){_THROUGH_NAME}", receiver, None, None))
     return out
 
 
@@ -499,6 +490,8 @@ class StoreTracer:
                         value = seq[-1]
                 if value is not _MISSING:
                     holder = _read(holder_expr, scope) if holder_expr is not None else None
+                    if isinstance(holder, torch.Tensor):  # self.window[:2] = h: written into the tensor itself,
+                        holder = None  # whatever holds it
                     self._note(value, how, expr, stmt, filename, 0, None if holder is _MISSING else holder)
         except Exception:  # never let the observer change the program's behaviour
             pass
@@ -553,7 +546,10 @@ class StoreTracer:
             if holder is not None and rec.owner_id and rec.owner_id != id(holder):
                 continue
             out.setdefault((rec.file, rec.line), rec)
-        return list(out.values())
+        stores = [r for r in out.values() if not r.how.endswith(_THROUGH_NAME)]
+        # h.mul_(2); self.cache = h: the store is the root; an in-place write through a local name is
+        # named only where no statement stored the tensor (a registered buffer written in place)
+        return stores or list(out.values())
 
     def clear(self) -> None:
         with self._lock:

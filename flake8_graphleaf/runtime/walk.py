@@ -19,6 +19,8 @@ import copyreg
 import functools
 import os
 import re
+import sys
+import sysconfig
 import types
 from typing import Any
 
@@ -28,6 +30,28 @@ from torch import nn
 from .findings import Findings, GraphTensor, Problem
 
 TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+@functools.lru_cache(maxsize=1)
+def library_dirs() -> tuple[str, ...]:
+    """Folders of code that is not the user's: torch, this package, the standard library, installed packages."""
+    dirs = {TORCH_DIR, _PACKAGE_DIR}
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        try:
+            path = sysconfig.get_paths()[key]
+        except KeyError:
+            continue
+        dirs.add(os.path.abspath(path) + os.sep)
+    for path in sys.path:
+        if path and ("site-packages" in path or "dist-packages" in path):
+            dirs.add(os.path.abspath(path) + os.sep)
+    return tuple(sorted(dirs))
+
+
+def _user_code(code) -> bool:
+    name = code.co_filename
+    return bool(name) and name[:1] != "<" and not os.path.abspath(name).startswith(library_dirs())
 
 _dispatch = getattr(copy, "_deepcopy_dispatch", {})
 _atomic_fn = getattr(copy, "_deepcopy_atomic", None)
@@ -142,6 +166,8 @@ def find_graph_tensors(obj: Any, name: str | None = None, *, requiring_grad: boo
     if seen is None:
         seen = set()
     keep: list[Any] = []  # transient objects (reduce results) stay alive so their ids are not reused
+    # id(obj) -> (file, line, name, ids of its own attributes' values): its own copy method's line
+    methods: dict[int, tuple] = {}
     stack: list[tuple[Any, Any]] = [(obj, (None, _RAW, name, None))]
     parameter_deepcopy = nn.Parameter.__deepcopy__
     tensor_deepcopy = torch.Tensor.__deepcopy__
@@ -165,12 +191,12 @@ def find_graph_tensors(obj: Any, name: str | None = None, *, requiring_grad: boo
 
         if isinstance(x, Tensor):
             if not x.is_leaf or (requiring_grad and x.requires_grad):
-                found.append(_graph_tensor(x, path))
+                found.append(_graph_tensor(x, path, methods))
                 continue
             dc = getattr(cls, "__deepcopy__", None)
             if dc is parameter_deepcopy or (uninit is not None and isinstance(x, uninit)):
                 continue  # Parameter.__deepcopy__ rebuilds from .data: no grad, no __dict__
-            if dc is not tensor_deepcopy and _trial_deepcopy(x, path, problems):
+            if dc is not tensor_deepcopy and _trial_deepcopy(x, path, problems, methods):
                 continue
             # Tensor.__deepcopy__: .grad, then slots (subclasses), then __dict__.
             children = []
@@ -209,10 +235,10 @@ def find_graph_tensors(obj: Any, name: str | None = None, *, requiring_grad: boo
                 else:
                     children.append((v, (path, _ATTR, k, x)))
         else:
-            if getattr(x, "__deepcopy__", None) is not None and _trial_deepcopy(x, path, problems):
+            if getattr(x, "__deepcopy__", None) is not None and _trial_deepcopy(x, path, problems, methods):
                 continue
             try:
-                rv = _reduce(x, cls)
+                rv = _reduce_noting(x, cls, methods)
             except Exception as exc:  # deepcopy would raise this too
                 problems.append(Problem(_render(path), f"{type(exc).__name__}: {exc}"))
                 continue
@@ -271,7 +297,48 @@ def _reduce_children(x, rv, path):
     return children
 
 
-def _trial_deepcopy(x, path, problems) -> bool:
+def _reduce_noting(x, cls, methods):
+    """:func:`_reduce`; where the class has its own ``__getstate__`` / ``__reduce_ex__`` / ``__reduce__`` in the
+    user's code, its return line is noted in ``methods`` (the state it builds is what deepcopy copies)."""
+    rv = _reduce(x, cls)
+    for name in ("__getstate__", "__reduce_ex__", "__reduce__"):
+        code = getattr(getattr(cls, name, None), "__code__", None)
+        if code is not None and _user_code(code):
+            # a state that only passes the object's own attributes on (drops a lock) is no root: the
+            # method is named for the graph tensors it makes itself
+            own = getattr(x, "__dict__", None)
+            kept = frozenset(id(v) for v in own.values()) if type(own) is dict else frozenset()
+            methods[id(x)] = (os.path.abspath(code.co_filename), _return_line(code), f"{cls.__qualname__}.{name}",
+                              kept)
+            break
+    return rv
+
+
+def _return_line(code) -> int:
+    """The line of the function's only ``return`` statement, else its ``def`` line.  (The walk may run in
+    a trace function, where no profiler or tracer sees the method run.)"""
+    import ast
+    import linecache
+
+    try:
+        tree = ast.parse("".join(linecache.getlines(code.co_filename)))
+    except (SyntaxError, ValueError):
+        return code.co_firstlineno
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == code.co_name and \
+                min([d.lineno for d in node.decorator_list] + [node.lineno]) == code.co_firstlineno:
+            returns, stack = [], list(node.body)
+            while stack:
+                sub = stack.pop()
+                if isinstance(sub, ast.Return):
+                    returns.append(sub.lineno)
+                elif not isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                    stack.extend(ast.iter_child_nodes(sub))
+            return returns[0] if len(returns) == 1 else node.lineno
+    return code.co_firstlineno
+
+
+def _trial_deepcopy(x, path, problems, methods=None) -> bool:
     """True when ``x``'s own ``__deepcopy__`` copies it fine (nothing under it to report)."""
     try:
         copy.deepcopy(x)
@@ -280,14 +347,32 @@ def _trial_deepcopy(x, path, problems) -> bool:
         return True
     except Exception as exc:
         if _graph_leaf_error(exc):
+            if methods is not None:
+                tb, site = exc.__traceback__, None
+                while tb is not None:  # the innermost __deepcopy__ of the user's code: the line that copied it
+                    code = tb.tb_frame.f_code
+                    if code.co_name == "__deepcopy__" and _user_code(code):
+                        site = (os.path.abspath(code.co_filename), tb.tb_lineno, f"{type(x).__qualname__}.__deepcopy__")
+                    tb = tb.tb_next
+                if site is not None:
+                    methods[id(x)] = site + (frozenset(),)
             return False  # walk its state to find the tensor
         problems.append(Problem(_render(path), f"{type(exc).__name__}: {exc}"))
         return True
     return True
 
 
-def _graph_tensor(t, path) -> GraphTensor:
+def _graph_tensor(t, path, methods=None) -> GraphTensor:
     owners = _owners(path)
+    copy_method = None
+    node = path
+    while methods and node is not None and copy_method is None:  # the nearest object whose own method copied it
+        owner = node[3]
+        if owner is not None:
+            entry = methods.get(id(owner))
+            if entry is not None and id(t) not in entry[3]:
+                copy_method = entry[:3]
+        node = node[0]
     grad_of = path[3] if path is not None and path[1] == _RAW and path[2] == ".grad" else None
     # the object that holds it directly: the module or object of an attribute, the list or dict of an item
     holder = path[3] if path is not None and path[1] in (_ATTR, _KEY, _INDEX) else None
@@ -306,6 +391,7 @@ def _graph_tensor(t, path) -> GraphTensor:
         tensor=t,
         grad_of=grad_of,
         holder=holder,
+        copy_method=copy_method,
     )
 
 
