@@ -36,10 +36,14 @@ def _graphleaf(source: Path, cwd: Path, *args: str) -> subprocess.CompletedProce
                           capture_output=True, text=True, timeout=900)
 
 
-def _run(script: Path) -> subprocess.CompletedProcess:
+def _run(script: Path, timeout: int = 90) -> subprocess.CompletedProcess:
+    """Run a case; one that hangs (a queue's reader waiting for an item that never came) fails."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    return subprocess.run([sys.executable, script.name], cwd=script.parent, env=env, capture_output=True,
-                          text=True, timeout=900)
+    try:
+        return subprocess.run([sys.executable, script.name], cwd=script.parent, env=env, capture_output=True,
+                              text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        return subprocess.CompletedProcess(exc.cmd, 124, exc.stdout or "", f"timed out after {timeout} s")
 
 
 def bundled() -> list[tuple[str, Path, bool, Path | None]]:
