@@ -154,17 +154,21 @@ def check_one(path: str, settings: Settings, raw: bytes | None = None, shown: st
     except SourceError as exc:
         report.error, report.refused = f"could not read: {exc}", True
         return report
-    report.lines = src.text.split("\n")
     seen, restore = _recording(view) if key is not None else ([], lambda: None)
     try:
         report.findings, error = _analyse(src, path, settings, codes, options)
     except Exception as exc:  # noqa: BLE001 - one file's bug must not stop the others
         report.error, report.internal = f"internal error: {type(exc).__name__}: {exc} (please report it)", True
+        report.lines = src.text.split("\n")
         return report
     finally:
         restore()
     if error is not None:
         report.error, report.error_line, report.error_col = error
+    if report.findings or report.error:
+        # the lines are read only to show a finding or an error (columns, context): a file with
+        # neither keeps none (a worker hands every report back to the main process, pickled)
+        report.lines = src.text.split("\n")
     deps = _deps(view, seen) if key is not None else None
     if key is not None and deps is not None:
         cache.put("findings", key, {"findings": [finding_to_json(f) for f in report.findings],

@@ -148,7 +148,14 @@ class ProjectIndex:
         key = ("subclassing", name)
         if key not in self._answers:
             found = re.compile(r"^[ \t]*class\s+\w+\s*\([^)]*(?<![\w])" + re.escape(name) + r"(?!\w)", re.M)
-            paths = self._with_word(name) if _IDENTIFIER.fullmatch(name) else self.files()
+            if _IDENTIFIER.fullmatch(name) and (self._words is not None or self._questions >= INDEX_AFTER):
+                paths = self._with_word(name)
+            else:
+                # the same files, in the same order: a match names ``name`` as a whole word, which
+                # the index would list; scanning is cheaper than building the index for a few
+                # questions (as in _mentioning)
+                self._questions += 1
+                paths = [p for p in self.files() if name in self.text(p)]
             self._answers[key] = [p for p in paths if found.search(self.text(p))]
         return list(self._answers[key])
 
