@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import ast
 
-from .. import witness
+from .. import messages, witness
 from ..findings import Finding
 from ..evaluator.heap import Kept, Sink, may_reach_sink, run_file, runs_for
 from ..values import short
@@ -257,8 +257,8 @@ def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
         at = _where(first, here)
         code = "GLF301" if sink.kind == "loader" else "GLF202"
         if code == "GLF202":
-            message = (f"{sink.what} will raise: {_holder(first)} keeps a non-leaf tensor ({first.code} at {at}: "
-                       f"'{first.target}', stored by {first.reached}); fix that line, or copy with state_dict()")
+            message = messages.copy_site(sink.what, sink.copied or short(node.args[0]), _copied_class(sink),
+                                         _listed(sink, here))
         else:
             message = (f"{sink.what} gives worker processes a dataset that keeps a tensor on the autograd graph "
                        f"({first.target} at {at}, stored by {first.reached}): the workers cannot send it back "
@@ -329,17 +329,54 @@ def _holder(kept: Kept) -> str:
     return f"the container made at line {atom[2]}"
 
 
+def _copied_class(sink: Sink) -> str | None:
+    """The class of the copied object, where the run knows one."""
+    return sink.classes[0] if len(sink.classes) == 1 else None
+
+
+def _reach(sink: Sink, kept: Kept, written: str | None = None) -> str | None:
+    """The attribute path from the copied object to ``kept`` (``model.block.attn.last_attn``), the
+    most specific where the copy reaches it two ways; None where it is ``written`` already."""
+    found = [messages.attribute_path(sink.copied, steps) for other, steps in zip(sink.kept, sink.paths)
+             if sink.copied and _same_store(other, kept)]
+    best = max(found, key=len, default=None)
+    return None if best is None or best == written else best
+
+
+def _same_store(a: Kept, b: Kept) -> bool:
+    return a.path == b.path and (a.node.lineno, a.node.col_offset) == (b.node.lineno, b.node.col_offset)
+
+
+def _listed(sink: Sink, here: str) -> list[messages.Store]:
+    """The stores a copy meets, once each, as its message lists them."""
+    out, seen = [], set()
+    for kept in sink.kept:
+        key = (kept.path, kept.node.lineno, kept.node.col_offset)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(messages.Store(_reach(sink, kept) or f"'{kept.target}'", kept.code, kept.node.lineno,
+                                  None if kept.path == here else witness.display_path(kept.path, here), kept.reached))
+    return out
+
+
+def _holder_class(kept: Kept) -> str | None:
+    return kept.holder[1].rpartition("::")[2] if kept.holder[0] == "obj" else None
+
+
 def _where(kept: Kept, here: str) -> str:
     return f"line {kept.node.lineno}" if kept.path == here else f"{witness.display_path(kept.path, here)}:{kept.node.lineno}"
 
 
 def _store(kept: Kept, sink: Sink, here: str, module: str, classes: dict) -> Finding:
     how = {"GLF002": "is given", "GLF003": "is given, in a forward hook,"}.get(kept.code, "keeps")
+    elsewhere = None if sink.path == here else witness.display_path(sink.path, here)
     f = finding(
         kept.code, kept.node,
-        f"'{kept.target}' {how} a tensor that is on the autograd graph ({origin_text(kept.value)}) in "
-        f"{kept.reached}; {sink.what} at {_at(sink, here)} copies it and will raise: store .detach(), "
-        "or clear it before the copy",
+        messages.store(messages.holder(kept.target, _holder_class(kept)), how,
+                       kept.value.origin or "a computation on the autograd graph",
+                       messages.copy_clause(sink.what, sink.node.lineno, elsewhere, _reach(sink, kept, kept.target)),
+                       "store .detach(), or clear it before the copy", chain=kept.reached),
         attribute=kept.target,
         data={"kind": "copy-graph", "copied_at": sink.node.lineno, "method": kept.method, "root": kept.root,
               "on_self": kept.on_self},

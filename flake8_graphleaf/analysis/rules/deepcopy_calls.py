@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 import re
 
-from .. import witness
+from .. import messages, witness
 from ..findings import Finding
 from ..evaluator.flow import Walker
 from ..program.grad_mode import function_grad_mode
@@ -20,7 +20,7 @@ from ..facts.sinks import COPIER_NAMES, COPIERS
 from ..program.stmtwalk import lines_matching, own_nodes, scopes_at, statements, tree_statements
 from ..evaluator.scopes import ClassRunner, is_forward_root, self_name
 from ..confidence import better, inherit, trust
-from . import argument_only, finding, on_trust, origin_text
+from . import argument_only, finding, on_trust
 
 RULES = {
     "GLF201": "copy.deepcopy of a tensor that is on the autograd graph",
@@ -272,12 +272,12 @@ def _glf201(scope, parents, classes, imports, module_classes, targets) -> list[F
         value = pos[0]
         if value.kind == GRAPH or (value.kind == ARG and grad and forward):
             seen.add(id(node))
-            where = "is" if value.kind == GRAPH else "may be"
             out.append(_witnessed_copy(value, node, scope, grad,
                 finding(
                     "GLF201", node,
-                    f"copy.deepcopy({short(node.args[0])}) copies a tensor that {where} on the autograd graph "
-                    f"({origin_text(value)}) and raises RuntimeError: use .detach().clone()",
+                    messages.copied_tensor(f"copy.deepcopy({short(node.args[0])})",
+                                           value.origin or "a computation on the autograd graph",
+                                           "use .detach().clone()", maybe=value.kind != GRAPH),
                     attribute=short(node.args[0]),
                     data={"value_kind": value.kind, "origin": value.origin, "guess": value.guess},
                 )
@@ -328,8 +328,10 @@ def _witnessed_copy(value, node: ast.Call, scope, grad: bool, f: Finding) -> Fin
     return f
 
 
-def _broken_classes(classes: dict[str, ClassInfo], findings: list[Finding]) -> dict[str, tuple[str, Finding]]:
-    """class name -> (how, the finding that makes deepcopy fail), through submodules and bases."""
+def _broken_classes(classes: dict[str, ClassInfo], findings: list[Finding]) -> dict[str, tuple[str, Finding, list]]:
+    """class name -> (how, the finding that makes deepcopy fail, every store that does: (the
+    attributes from an object of the class to it, the finding) each, that one first), through
+    submodules and bases."""
     broken: dict[str, tuple[str, Finding]] = {}
     for f in sorted(findings, key=lambda f: f.sort_key):
         if f.code in BREAKING and f.class_name and f.class_name in classes:
@@ -353,7 +355,36 @@ def _broken_classes(classes: dict[str, ClassInfo], findings: list[Finding]) -> d
                         broken[name] = (f"'{name}' (its self.{attr} is {broken[cls][0]})", broken[cls][1])
                         changed = True
                         break
-    return broken
+    own: dict[str, list[Finding]] = {}
+    for f in sorted(findings, key=lambda f: f.sort_key):
+        if f.code in BREAKING and f.class_name and f.class_name in classes:
+            own.setdefault(f.class_name, []).append(f)
+    return {name: (how, cause, _stores_of(name, cause, classes, own)) for name, (how, cause) in broken.items()}
+
+
+def _stores_of(name: str, cause: Finding, classes: dict[str, ClassInfo], own: dict[str, list[Finding]]) -> list:
+    """Every store that breaks a copy of an object of class ``name``: its own, its bases', its
+    submodules' (``("block", "attn", "last_attn")`` from the object), ``cause`` first."""
+    out: list[tuple[tuple, Finding]] = []
+    seen: set[int] = set()
+
+    def walk(cls: str, steps: tuple, visiting: frozenset) -> None:
+        if cls in visiting or cls not in classes:
+            return
+        visiting = visiting | {cls}
+        for f in own.get(cls, ()):
+            if id(f) not in seen:
+                seen.add(id(f))
+                out.append((steps + tuple(messages.self_relative(f.attribute or "")), f))
+        info = classes[cls]
+        for base in info.local_bases:
+            walk(base, steps, visiting)
+        for attr, (sub, _line) in info.facts.submodule_classes.items():
+            walk(sub, steps + (attr,), visiting)
+
+    walk(name, (), frozenset())
+    out.sort(key=lambda sf: sf[1] is not cause)
+    return out
 
 
 def _glf202(node: ast.Call, kind: str, scope, parents, classes, broken, imports) -> list[Finding]:
@@ -364,18 +395,20 @@ def _glf202(node: ast.Call, kind: str, scope, parents, classes, broken, imports)
         remote = _remote_broken(imports, _remote_class(arg, node, scope, parents, imports))
         if remote is None:
             return []
-        cls, (how, cause), where, files = remote
+        cls, (how, cause, stores), where, files = remote
     elif cls not in broken or "__deepcopy__" in classes[cls].facts.methods:
         return []  # a class with its own __deepcopy__ decides what a copy gets
     else:
-        how, cause = broken[cls]
-    what = cause.attribute or cause.code
+        how, cause, stores = broken[cls]
     at = f"{where}:{cause.line}" if where else f"line {cause.line}"
+    copied = short(arg)
+    listed = [messages.Store(messages.attribute_path(copied, steps), f.code, f.line, where or None,
+                             f"{f.class_name}.{f.data['method']}" if f.data.get("method") and f.class_name else None)
+              for steps, f in stores]
     return [inherit(_witnessed_site(node, kind, how, cause, files, at,
         finding(
             "GLF202", node,
-            f"{kind}({short(arg)}) will raise: {how} keeps a non-leaf tensor "
-            f"({cause.code} at {at}: '{what}'); fix that line, or copy with state_dict()",
+            messages.copy_site(f"{kind}({copied})", copied, cls, listed),
             class_name=cls,
             data={"cause_line": cause.line, "cause_code": cause.code, "cause_path": where or None},
         )
