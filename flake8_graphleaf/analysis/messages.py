@@ -25,6 +25,7 @@ hook by its function (``hook (registered hook)``).  The confidence clause a lowe
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 MODULE_CODE = "module-level code"
@@ -92,6 +93,25 @@ def copy_clause(copy: str, line: int | None = None, path: str | None = None, rea
         return text + (f" (it reaches it as {reach})" if reach else "")
     text = f"{copy} will raise {when}{if_it_is}".rstrip()
     return text + (f" (it copies {copies})" if copies else "")
+
+
+_ANY_COPY = re.compile(r"copy\.deepcopy(?:\([^()]*\)| of the module) will raise (?:after [^:;()]*?|even before training|"
+                       r"afterwards)(?P<maybe> if it is)?(?= \(it copies|:)")
+
+
+def name_copy(f, copy: str, line: int, path: str | None = None, reach: str | None = None) -> None:
+    """Name the program's own copy that fails in the message of the store ``f`` (a Finding), in
+    place of any copy (``copy.deepcopy(model) will raise after forward`` becomes
+    ``copy.deepcopy(ema_model) at line 70 will raise (it reaches it as ...)``); once, the first
+    copy named."""
+    if f.data.get("copy_named"):
+        return
+    found = _ANY_COPY.search(f.message)
+    if found is None:
+        return
+    clause = copy_clause(copy, line, path, reach, maybe=bool(found.group("maybe")))
+    f.message = f.message[: found.start()] + clause + f.message[found.end():]
+    f.data["copy_named"] = True
 
 
 class Store:

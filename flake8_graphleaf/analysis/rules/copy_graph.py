@@ -185,9 +185,10 @@ def settle(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
     A class-level store that every run of the program clears again before it ends or copies
     (``self.defunc.dxds = None`` after the solver's calls) takes a step on trust (that a user
     skips the reset): a lower level."""
-    new, judged, cleared = _check(tree, imports, classes, module_classes, findings, source, reuse)
+    new, judged, cleared, copies = _check(tree, imports, classes, module_classes, findings, source, reuse)
     # a public method's store that a copy of the program reaches: the copy graph's finding names the copy
     named = {(f.line, f.col, f.code) for f in new if f.data.get("kind") == "copy-graph"}
+    here = getattr(imports.current, "path", "<current>")
     kept = []
     for f in findings:
         if f.data.get("public_root") and (f.line, f.col, f.code) in named:
@@ -198,12 +199,16 @@ def settle(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
             f.code == "GLF202" and not f.data.get("cause_path")) else None
         if line in cleared and f.data.get("kind") != "copy-graph":
             f = cleared_by_program(f, cleared[line])
+        if f.code in STORES and (f.line, f.col) in copies:  # the program's copy that meets the store
+            sink, store = copies[(f.line, f.col)]
+            messages.name_copy(f, sink.what, sink.node.lineno,
+                               None if sink.path == here else witness.display_path(sink.path, here), _reach(sink, store))
         kept.append(f)
     return kept + new
 
 
 def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], findings: list[Finding],
-           source: str | None = None, reuse: bool = True) -> tuple[list[Finding], dict]:
+           source: str | None = None, reuse: bool = True) -> tuple[list[Finding], dict, dict, dict]:
     here = getattr(imports.current, "path", "<current>")
     # its own run when its text copies or sends, or it calls a function of the program that may
     # (a test handing its inputs to a harness that deep-copies them)
@@ -223,8 +228,15 @@ def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
             if path == here:
                 judged[(line, col)] = judged.get((line, col), False) or bad
     cleared = _cleared(programs, here)
+    # the first copy of the program that meets each store of this file: (the sink, its Kept)
+    copies: dict[tuple, tuple] = {}
+    for sink in sinks:
+        if sink.kind == "copy":
+            for kept in sink.kept:
+                if kept.path == here:
+                    copies.setdefault((kept.node.lineno, kept.node.col_offset), (sink, kept))
     if not sinks:
-        return [], judged, cleared
+        return [], judged, cleared, copies
     module = getattr(imports.current, "name", "")
     # a store another rule reports already (GLF005 at construction, GLF002 of a helper) is not reported twice
     # (one that took a step on trust is not: the run may prove it)
@@ -271,7 +283,7 @@ def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
         site.witness = _witness(first, sink, here)
         out.append(site)
         _stores(sink, here, taken, stores, module, classes)
-    return out + list(stores.values()), judged, cleared
+    return out + list(stores.values()), judged, cleared, copies
 
 
 def _cleared(programs: list, here: str) -> dict[int, str]:

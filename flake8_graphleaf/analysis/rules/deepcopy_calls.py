@@ -405,6 +405,9 @@ def _glf202(node: ast.Call, kind: str, scope, parents, classes, broken, imports)
     listed = [messages.Store(messages.attribute_path(copied, steps), f.code, f.line, where or None,
                              f"{f.class_name}.{f.data['method']}" if f.data.get("method") and f.class_name else None)
               for steps, f in stores]
+    if not where:  # the stores of this file name this copy
+        for (steps, f), store in zip(stores, listed):
+            messages.name_copy(f, f"{kind}({copied})", node.lineno, reach=store.path)
     return [inherit(_witnessed_site(node, kind, how, cause, files, at,
         finding(
             "GLF202", node,
