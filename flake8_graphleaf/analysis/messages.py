@@ -95,8 +95,9 @@ def copy_clause(copy: str, line: int | None = None, path: str | None = None, rea
     return text + (f" (it copies {copies})" if copies else "")
 
 
-_ANY_COPY = re.compile(r"copy\.deepcopy(?:\([^()]*\)| of the module) will raise (?:after [^:;()]*?|even before training|"
-                       r"afterwards)(?P<maybe> if it is)?(?= \(it copies|:)")
+_ANY_COPY = re.compile(r"copy\.deepcopy(?:\([^()]*\)| of the module| of the model) will raise (?:after [^:;()]*?|"
+                       r"even before training|afterwards|as soon as it is applied|in between)(?P<maybe> if it is)?"
+                       r"(?P<copies> \(it copies [^()]*\))?(?=:)")
 
 
 def name_copy(f, copy: str, line: int, path: str | None = None, reach: str | None = None) -> None:
@@ -110,6 +111,8 @@ def name_copy(f, copy: str, line: int, path: str | None = None, reach: str | Non
     if found is None:
         return
     clause = copy_clause(copy, line, path, reach, maybe=bool(found.group("maybe")))
+    if not reach and found.group("copies"):
+        clause += found.group("copies")
     f.message = f.message[: found.start()] + clause + f.message[found.end():]
     f.data["copy_named"] = True
 
@@ -180,6 +183,14 @@ def copied_tensor(call: str, source: str | None, advice: str, maybe: bool = Fals
         f" (from {source})" if source else "") + f": {advice}"
 
 
+def sent(call: str, does: str, source: str | None, error: str, advice: str, to: str = "") -> str:
+    """A finding at a send to another process (GLF301): ``queue.put(out) will fail: it sends a tensor
+    on the autograd graph (from model(...)) to another process; 'Cowardly refusing ...': put .detach()
+    on it``."""
+    return f"{call} will fail: it {does}" + (f" (from {source})" if source else "") + (f" {to}" if to else "") + (
+        f"; {error}: {advice}")
+
+
 def attribute_path(root: str, steps: Iterable[str]) -> str:
     """``model`` and the attributes from it (``block``, ``attn``, ``last_attn``; ``[]`` for the items
     of a container): ``model.block.attn.last_attn``, ``model.activations[...]``."""
@@ -192,14 +203,5 @@ def attribute_path(root: str, steps: Iterable[str]) -> str:
 def self_relative(target: str) -> list[str]:
     """The attribute steps of a store's target from the object that holds it:
     ``self.attn.last_attn`` -> ``attn``, ``last_attn``; ``self.stats[k]`` -> ``stats``, ``[]``."""
-    head, _, rest = target.partition(".")
-    if not rest:
-        return []
-    out = []
-    for part in rest.split("."):
-        name, bracket, _ = part.partition("[")
-        if name:
-            out.append(name)
-        if bracket:
-            out.append("[]")
-    return out
+    head = re.match(r"[^.\[]*", target).end()
+    return [m.group(1) or "[]" for m in re.finditer(r"\.(\w+|<[^>]*>)|\[[^\]]*\]", target[head:])]

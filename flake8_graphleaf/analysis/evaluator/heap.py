@@ -818,10 +818,13 @@ class Frame(Evaluator):
         ds = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "dataset"), None)
         result = super().eval_Call(node)
         if ds is not None and with_workers(node):
-            kept = self.program.reach(self.types_of(ds))
-            if kept:
-                self.program.sinks.append(Sink("loader", node, f"DataLoader({ast.unparse(ds)}, ...)", kept,
-                                               path=self.ctx.path))
+            types = self.types_of(ds)
+            reached = self.program.reach_paths(types)
+            if reached:
+                self.program.sinks.append(Sink("loader", node, f"DataLoader({ast.unparse(ds)}, ...)",
+                                               [k for k, _ in reached], path=self.ctx.path,
+                                               paths=[p for _, p in reached], copied=ast.unparse(ds),
+                                               classes=_classes(types)))
         return result
 
 

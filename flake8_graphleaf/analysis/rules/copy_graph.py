@@ -266,17 +266,16 @@ def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
             out.append(_sent(sink))
             continue
         first = sink.kept[0]
-        at = _where(first, here)
         code = "GLF301" if sink.kind == "loader" else "GLF202"
         if code == "GLF202":
             message = messages.copy_site(sink.what, sink.copied or short(node.args[0]), _copied_class(sink),
                                          _listed(sink, here))
         else:
-            message = (f"{sink.what} gives worker processes a dataset that keeps a tensor on the autograd graph "
-                       f"({first.target} at {at}, stored by {first.reached}): the workers cannot send it back "
-                       "('Cowardly refusing to serialize non-leaf tensor which requires_grad', or the collate's "
-                       "'stack(): functions with out=... arguments don't support automatic differentiation'); "
-                       "build the dataset from .detach()ed tensors")
+            message = messages.copy_site(
+                sink.what, sink.copied or "the dataset", _copied_class(sink), _listed(sink, here),
+                "the worker processes cannot send it back ('Cowardly refusing to serialize non-leaf tensor which "
+                "requires_grad', or the collate's 'stack(): functions with out=... arguments don't support automatic "
+                "differentiation'); build the dataset from .detach()ed tensors", verb="will fail")
         site = finding(code, node, message, data={"kind": "copy-graph", "cause_line": first.node.lineno,
                                                   "cause_code": first.code,
                                                   "cause_path": None if first.path == here else witness.display_path(first.path, here)})
@@ -313,10 +312,11 @@ def _dataset(kept: Kept, sink: Sink, here: str) -> Finding:
     """A TensorDataset of tensors that require grad, which a DataLoader's workers index: each
     item is a view with a grad_fn, which the worker cannot send back."""
     f = finding("GLF301", kept.node,
-                f"{short(kept.node)} holds a tensor that requires grad ({origin_text(kept.value)}); "
-                f"{sink.what} at {_at(sink, here)} indexes it in worker processes, whose items (views with a "
-                "grad_fn) cannot be sent back ('Cowardly refusing to serialize non-leaf tensor which requires_grad'): "
-                "build the dataset from .detach()ed tensors",
+                messages.store(short(kept.node), "holds", kept.value.origin,
+                               f"{sink.what} at {_at(sink, here)} will fail: its worker processes index it, and its "
+                               "items (views with a grad_fn) cannot be sent back ('Cowardly refusing to serialize "
+                               "non-leaf tensor which requires_grad')", "build the dataset from .detach()ed tensors",
+                               tensor="a tensor that requires grad"),
                 data={"kind": "copy-graph", "copied_at": sink.node.lineno})
     f.witness = _witness(kept, sink, here, at_copy=False)
     return f
@@ -381,7 +381,7 @@ def _where(kept: Kept, here: str) -> str:
 
 
 def _store(kept: Kept, sink: Sink, here: str, module: str, classes: dict) -> Finding:
-    how = {"GLF002": "is given", "GLF003": "is given, in a forward hook,"}.get(kept.code, "keeps")
+    how = "is given" if kept.code in ("GLF002", "GLF003") else "keeps"
     elsewhere = None if sink.path == here else witness.display_path(sink.path, here)
     f = finding(
         kept.code, kept.node,
@@ -438,17 +438,19 @@ def _copied_argument(sink: Sink, here: str, reported: set) -> list[Finding]:
     if path == here and (made.lineno, made.col_offset) not in reported:
         reported.add((made.lineno, made.col_offset))
         f = finding("GLF201", made,
-                    f"'{given}' is or holds a tensor on the autograd graph ({source}); {short(call)} deep-copies it "
-                    f"({sink.what} at {copy_at}) and raises RuntimeError (only graph leaves support deepcopy): "
-                    "make it a leaf where it is made (.detach(), or convert before requires_grad=True)",
+                    messages.store(f"'{given}'", "is or holds", sink.value.origin,
+                                   f"{short(call)} deep-copies it: {sink.what} at {copy_at} will raise (only graph "
+                                   "leaves support deepcopy)",
+                                   "make it a leaf where it is made (.detach(), or convert before requires_grad=True)"),
                     data={"kind": "copy-graph", "copied_at": sink.node.lineno})
         f.witness = proof
         out.append(f)
     if sink.path == here and (sink.node.lineno, sink.node.col_offset) not in reported:
         reported.add((sink.node.lineno, sink.node.col_offset))
         f = finding("GLF201", sink.node,
-                    f"{sink.what} copies a tensor on the autograd graph ({source}) that {who} makes at {made_at} "
-                    f"and passes on; it raises RuntimeError: copy .detach().clone() of it, or pass a leaf",
+                    messages.copied_tensor(sink.what, f"{sink.value.origin or 'a computation on the autograd graph'}, "
+                                                      f"made by {who} at {made_at} and passed on",
+                                           "copy .detach().clone() of it, or pass a leaf"),
                     data={"kind": "copy-graph", "cause_line": made.lineno,
                           "cause_path": None if path == here else witness.display_path(path, here)})
         f.witness = proof
@@ -457,9 +459,9 @@ def _copied_argument(sink: Sink, here: str, reported: set) -> list[Finding]:
 
 
 def _sent(sink: Sink) -> Finding:
-    message = (f"{sink.what} sends a tensor on the autograd graph ({origin_text(sink.value)}) to another process: "
-               "'Cowardly refusing to serialize non-leaf tensor which requires_grad' (a Queue's reader then waits "
-               "forever); put .detach() on it")
+    message = messages.sent(sink.what, f"sends {messages.GRAPH_TENSOR}", sink.value.origin,
+                            "'Cowardly refusing to serialize non-leaf tensor which requires_grad' (a Queue's reader "
+                            "then waits forever)", "put .detach() on it", to="to another process")
     f = finding("GLF301", sink.node, message, data={"kind": "copy-graph"})
     f.witness = witness.make(sink.value, sink.node, None, reached="the process's target", grad=True,
                              kept="it is what the call sends",
