@@ -342,8 +342,10 @@ def _holder(kept: Kept) -> str:
 
 
 def _copied_class(sink: Sink) -> str | None:
-    """The class of the copied object, where the run knows one."""
-    return sink.classes[0] if len(sink.classes) == 1 else None
+    """The class of the copied object, where the run knows it (``A or B``: the object is one of them)."""
+    if not sink.classes or len(sink.classes) > 3:
+        return None
+    return " or ".join(sink.classes)
 
 
 def _reach(sink: Sink, kept: Kept, written: str | None = None) -> str | None:
