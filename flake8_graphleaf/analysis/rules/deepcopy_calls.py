@@ -19,7 +19,7 @@ from ..program.modules import ClassInfo
 from ..facts.sinks import COPIER_NAMES, COPIERS
 from ..program.stmtwalk import lines_matching, own_nodes, scopes_at, statements, tree_statements
 from ..evaluator.scopes import ClassRunner, is_forward_root, self_name
-from ..confidence import better, inherit, trust
+from ..confidence import _lowering, better, inherit, trust
 from . import argument_only, finding, on_trust
 
 RULES = {
@@ -330,8 +330,7 @@ def _witnessed_copy(value, node: ast.Call, scope, grad: bool, f: Finding) -> Fin
 
 def _broken_classes(classes: dict[str, ClassInfo], findings: list[Finding]) -> dict[str, tuple[str, Finding, list]]:
     """class name -> (how, the finding that makes deepcopy fail, every store that does: (the
-    attributes from an object of the class to it, the finding) each, that one first), through
-    submodules and bases."""
+    attributes from an object of the class to it, the finding) each), through submodules and bases."""
     broken: dict[str, tuple[str, Finding]] = {}
     for f in sorted(findings, key=lambda f: f.sort_key):
         if f.code in BREAKING and f.class_name and f.class_name in classes:
@@ -359,12 +358,13 @@ def _broken_classes(classes: dict[str, ClassInfo], findings: list[Finding]) -> d
     for f in sorted(findings, key=lambda f: f.sort_key):
         if f.code in BREAKING and f.class_name and f.class_name in classes:
             own.setdefault(f.class_name, []).append(f)
-    return {name: (how, cause, _stores_of(name, cause, classes, own)) for name, (how, cause) in broken.items()}
+    return {name: (how, cause, _stores_of(name, classes, own)) for name, (how, cause) in broken.items()}
 
 
-def _stores_of(name: str, cause: Finding, classes: dict[str, ClassInfo], own: dict[str, list[Finding]]) -> list:
+def _stores_of(name: str, classes: dict[str, ClassInfo], own: dict[str, list[Finding]]) -> list:
     """Every store that breaks a copy of an object of class ``name``: its own, its bases', its
-    submodules' (``("block", "attn", "last_attn")`` from the object), ``cause`` first."""
+    submodules' (``("block", "attn", "last_attn")`` from the object); the surest first, then in
+    line order."""
     out: list[tuple[tuple, Finding]] = []
     seen: set[int] = set()
 
@@ -383,7 +383,8 @@ def _stores_of(name: str, cause: Finding, classes: dict[str, ClassInfo], own: di
             walk(sub, steps + (attr,), visiting)
 
     walk(name, (), frozenset())
-    out.sort(key=lambda sf: sf[1] is not cause)
+    # the surest first, then in line order
+    out.sort(key=lambda sf: (_lowering(sf[1].trust), sf[1].line, sf[1].col))
     return out
 
 
