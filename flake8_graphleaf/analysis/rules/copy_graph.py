@@ -334,6 +334,14 @@ def _at(sink: Sink, here: str) -> str:
     return f"line {sink.node.lineno}" if sink.path == here else f"{witness.display_path(sink.path, here)}:{sink.node.lineno}"
 
 
+def _copied(sink: Sink, kept: Kept) -> str:
+    """What the copy copies to reach ``kept``: ``model (TinyClassifier) and with it model.block.attn.last_attn``."""
+    reach = _reach(sink, kept)
+    if reach and sink.copied:
+        return f"{messages.copied_object(sink.copied, _copied_class(sink))} and with it {reach}"
+    return f"{_holder(kept)} and with it '{kept.target}'"
+
+
 def _holder(kept: Kept) -> str:
     atom = kept.holder
     if atom[0] == "obj":
@@ -406,8 +414,8 @@ def _witness(kept: Kept, sink: Sink, here: str, at_copy: bool = True) -> dict:
     its store, and its ``copied`` names the copy)."""
     proof = witness.make(kept.value, kept.node, kept.stmt, reached=kept.reached, grad=True,
                          kept="nothing the program runs between the store and the copy clears or replaces it",
-                         copied=f"{sink.what} at {_at(sink, here)} copies {_holder(kept)} and with it "
-                                f"'{kept.target}'", here=here, store_path=kept.path)
+                         copied=f"{sink.what} at {_at(sink, here)} copies {_copied(sink, kept)}",
+                         here=here, store_path=kept.path)
     site = short(sink.node)
     if at_copy:
         elsewhere = sink.path != here

@@ -409,6 +409,8 @@ def _glf202(node: ast.Call, kind: str, scope, parents, classes, broken, imports)
     if not where:  # the stores of this file name this copy
         for (steps, f), store in zip(stores, listed):
             messages.name_copy(f, f"{kind}({copied})", node.lineno, reach=store.path)
+    reached = next((store.path for (_, f), store in zip(stores, listed) if f is cause), None)
+    how = f"{messages.copied_object(copied, cls)}" + (f" and with it {reached}" if reached else "")
     return [inherit(_witnessed_site(node, kind, how, cause, files, at,
         finding(
             "GLF202", node,
