@@ -227,7 +227,7 @@ class Program:
         """The graph tensors kept where a deep copy of objects of ``types`` goes, each with the
         attributes from the copied object to it (``("block", "attn", "last_attn")``; ``"[]"``: the
         items of a container), the shortest way there."""
-        todo = deque((atom, ()) for atom in flatten(types))
+        todo = deque((atom, ()) for atom in sorted(flatten(types), key=repr))  # sorted: the same path in every process
         seen: set = set()
         out: list[tuple[Kept, tuple[str, ...]]] = []
         while todo:
@@ -239,7 +239,7 @@ class Program:
                 todo.append((atom[3], steps + ("__self__",)))  # deepcopy of a bound method copies its __self__
                 continue
             if atom[0] == "partial":
-                todo += [(a, steps) for a in flatten(self.partials[atom[1]][2])]
+                todo += [(a, steps) for a in sorted(flatten(self.partials[atom[1]][2]), key=repr)]
                 continue
             if atom[0] == "obj" and self._copies_itself(atom[1]):
                 continue  # its own __getstate__ / __deepcopy__ decides what a copy holds
@@ -248,7 +248,7 @@ class Program:
                     out.append((kept, steps + (attr,)))
             for (holder, attr), held in self.held.items():
                 if holder == atom:
-                    todo += [(a, steps + (attr,)) for a in held]
+                    todo += [(a, steps + (attr,)) for a in sorted(held, key=repr)]
         return sorted(out, key=lambda kp: (kp[0].path, kp[0].node.lineno, kp[0].node.col_offset))
 
     def in_scope(self, imports, qual: str | None) -> bool:
@@ -1090,7 +1090,7 @@ def _run(current, tree, imports, classes, module_classes, text: str | None = Non
 
 def _classes(types) -> tuple[str, ...]:
     """The names of the classes of the objects among ``types``."""
-    return tuple(dict.fromkeys(a[1].rpartition("::")[2] for a in flatten(types) if a[0] == "obj"))
+    return tuple(sorted({a[1].rpartition("::")[2] for a in flatten(types) if a[0] == "obj"}))
 
 
 def _where_stored(kept: Kept) -> tuple:

@@ -188,7 +188,6 @@ def settle(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
     new, judged, cleared, copies = _check(tree, imports, classes, module_classes, findings, source, reuse)
     # a public method's store that a copy of the program reaches: the copy graph's finding names the copy
     named = {(f.line, f.col, f.code) for f in new if f.data.get("kind") == "copy-graph"}
-    here = getattr(imports.current, "path", "<current>")
     kept = []
     for f in findings:
         if f.data.get("public_root") and (f.line, f.col, f.code) in named:
@@ -201,8 +200,7 @@ def settle(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
             f = cleared_by_program(f, cleared[line])
         if f.code in STORES and (f.line, f.col) in copies:  # the program's copy that meets the store
             sink, store = copies[(f.line, f.col)]
-            messages.name_copy(f, sink.what, sink.node.lineno,
-                               None if sink.path == here else witness.display_path(sink.path, here), _reach(sink, store))
+            messages.name_copy(f, sink.what, sink.node.lineno, reach=_reach(sink, store))
         kept.append(f)
     return kept + new
 
@@ -228,10 +226,12 @@ def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
             if path == here:
                 judged[(line, col)] = judged.get((line, col), False) or bad
     cleared = _cleared(programs, here)
-    # the first copy of the program that meets each store of this file: (the sink, its Kept)
+    # the first copy of this file that meets each store of this file: (the sink, its Kept). Not a
+    # copy of another file: whether its run is looked at depends on the files checked with this one
+    # and on the module name the front end gives this file, and flake8 and the CLI say the same.
     copies: dict[tuple, tuple] = {}
     for sink in sinks:
-        if sink.kind == "copy":
+        if sink.kind == "copy" and sink.path == here:
             for kept in sink.kept:
                 if kept.path == here:
                     copies.setdefault((kept.node.lineno, kept.node.col_offset), (sink, kept))
