@@ -12,11 +12,19 @@ Every store that breaks the copy is named, up to three, then "and N more".
 
 At a store (GLF001 - GLF005), what is stored where, with the class that holds it, the source of the
 graph tensor, the calls that reach the store where the program shows them, and the copy that will
-fail: the program's own copy, by its line, where it has one::
+fail: the file's own copy, by its line, where it has one (a copy in another file names the store
+in its own finding)::
 
     'self.last_attn' (Attention) keeps a tensor on the autograd graph (from self.qkv(...));
     copy.deepcopy(model) at line 62 will raise (it reaches it as model.block.attn.last_attn):
     use a local variable, or store .detach()
+
+The other codes say the same parts in the same order: a legacy norm or a pruning call as the
+subject of a store (``legacy torch.nn.utils.weight_norm makes the module's weight a non-leaf tensor;
+copy.deepcopy of the module will raise as soon as it is applied: use ...``), a copy of a tensor
+itself (GLF201: ``copy.deepcopy(logits) will raise: it copies a tensor on the autograd graph (from
+model(...)): use .detach().clone()``), a send to another process (GLF301: ``queue.put(out) will fail:
+it sends a tensor on the autograd graph (from model(...)) to another process; <the error>: <advice>``).
 
 Call chains name a function ``train()``, a method with its class (``TinyClassifier.forward``) and a
 hook by its function (``hook (registered hook)``).  The confidence clause a lower-level finding carries

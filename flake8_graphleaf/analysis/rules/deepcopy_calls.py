@@ -366,23 +366,7 @@ def _stores_of(name: str, classes: dict[str, ClassInfo], own: dict[str, list[Fin
     submodules' (``("block", "attn", "last_attn")`` from the object); the surest first, then in
     line order."""
     out: list[tuple[tuple, Finding]] = []
-    seen: set[int] = set()
-
-    def walk(cls: str, steps: tuple, visiting: frozenset) -> None:
-        if cls in visiting or cls not in classes:
-            return
-        visiting = visiting | {cls}
-        for f in own.get(cls, ()):
-            if id(f) not in seen:
-                seen.add(id(f))
-                out.append((steps + tuple(messages.self_relative(f.attribute or "")), f))
-        info = classes[cls]
-        for base in info.local_bases:
-            walk(base, steps, visiting)
-        for attr, (sub, _line) in info.facts.submodule_classes.items():
-            walk(sub, steps + (attr,), visiting)
-
-    walk(name, (), frozenset())
+    _walk_stores(name, (), frozenset(), classes, own, out, set())
     # the surest first, then in line order
     out.sort(key=lambda sf: (_lowering(sf[1].trust), sf[1].line, sf[1].col))
     return out
@@ -484,6 +468,23 @@ def _remote_broken(imports, qual: str | None):
         return None
     here = getattr(imports.current, "path", "") or ""
     return name, broken[name], witness.display_path(found_module.path, here), (found_module.path, here)
+
+
+def _walk_stores(cls: str, steps: tuple, visiting: frozenset, classes: dict, own: dict, out: list, seen: set) -> None:
+    """Put the stores of ``cls``, its bases and its submodules into ``out`` (a module function, not a
+    recursive closure: no reference cycle)."""
+    if cls in visiting or cls not in classes:
+        return
+    visiting = visiting | {cls}
+    for f in own.get(cls, ()):
+        if id(f) not in seen:
+            seen.add(id(f))
+            out.append((steps + tuple(messages.self_relative(f.attribute or "")), f))
+    info = classes[cls]
+    for base in info.local_bases:
+        _walk_stores(base, steps, visiting, classes, own, out, seen)
+    for attr, (sub, _line) in info.facts.submodule_classes.items():
+        _walk_stores(sub, steps + (attr,), visiting, classes, own, out, seen)
 
 
 def _witnessed_site(node: ast.Call, kind: str, how: str, cause: Finding, files: tuple | None, at: str,
