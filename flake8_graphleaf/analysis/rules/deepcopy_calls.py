@@ -479,7 +479,10 @@ def _walk_stores(cls: str, steps: tuple, visiting: frozenset, classes: dict, own
     for f in own.get(cls, ()):
         if id(f) not in seen:
             seen.add(id(f))
-            out.append((steps + tuple(messages.self_relative(f.attribute or "")), f))
+            path = messages.self_relative(f.attribute or "")
+            if f.code == "GLF002" and path[-1:] != ["[]"]:
+                path.append("[]")  # an item of the container: model.encoder.features[...]
+            out.append((steps + tuple(path), f))
     info = classes[cls]
     for base in info.local_bases:
         _walk_stores(base, steps, visiting, classes, own, out, seen)
