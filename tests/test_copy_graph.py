@@ -49,9 +49,11 @@ def test_incident_is_reported_and_its_clean_twin_is_not(name):
 
 def test_message_names_the_copy_and_how_the_store_is_reached():
     r = check("--output-format", "concise", INCIDENTS / "ema_helper.py")
-    assert "GLF002 'self.shadow' is given a tensor that is on the autograd graph" in r.stdout
-    assert "train() -> update(); copy.deepcopy(ema) at line 34 copies it" in r.stdout
-    assert "GLF202 copy.deepcopy(ema) will raise: the EMA object keeps a non-leaf tensor (GLF002 at line 16" in r.stdout
+    assert "GLF002 'self.shadow' (EMA) is given a tensor on the autograd graph" in r.stdout
+    assert ("stored by train() -> EMA.update; copy.deepcopy(ema) at line 34 will raise (it reaches it as "
+            "ema.shadow[...])") in r.stdout
+    assert ("GLF202 copy.deepcopy(ema) will raise: ema (EMA) keeps a tensor on the autograd graph in ema.shadow[...] "
+            "(GLF002 at line 16, stored by train() -> EMA.update)") in r.stdout
 
 
 # fixtures/projects/copygraph: marked lines the analysis does not find yet (each is a shape the
@@ -87,7 +89,8 @@ def test_a_store_in_a_file_without_torch_is_reported_when_another_file_copies_it
     # shopgraph/hooks.py names no torch, nn or Module: scenarios.py registers its closure hook on
     # a model, keeps the dict on the model and copies the model
     r = check("--output-format", "concise", COPYGRAPH / "shopgraph" / "hooks.py")
-    assert "hooks.py:11:9: GLF003 'outputs[name]' is given, in a forward hook, a tensor" in r.stdout, r.stdout
+    assert ("hooks.py:11:9: GLF003 'outputs[name]' is given a tensor on the autograd graph (from the output a forward "
+            "hook is given), stored by run_recorder() -> record_activations() -> hook (registered hook)") in r.stdout, r.stdout
     assert "copy.deepcopy(model) at " in r.stdout and "scenarios.py:139" in r.stdout
 
 
@@ -157,7 +160,7 @@ def test_a_store_on_the_elements_of_a_list_a_dataset_holds_reaches_its_loader(tm
     if detach:
         assert r.returncode == 0 and r.stdout == "", r.stdout
     else:
-        assert "data.py:19:13: GLF001 'item.x' keeps a tensor" in r.stdout, r.stdout
+        assert "data.py:19:13: GLF001 'item.x' (Item) keeps a tensor" in r.stdout, r.stdout
         assert "train.py:10:18: GLF301 DataLoader(ds, ...)" in r.stdout, r.stdout
 
 
@@ -284,7 +287,7 @@ def test_a_module_with_its_own_call_stores_in_eval_mode_and_is_copied(tmp_path, 
         assert r.returncode == 0 and r.stdout == "", r.stdout
         assert ran.returncode == 0, ran.stderr
     else:
-        assert "posterior.py:16:9: GLF001 'self.cache' keeps a tensor" in r.stdout, r.stdout
+        assert "posterior.py:16:9: GLF001 'self.cache' (Posterior) keeps a tensor" in r.stdout, r.stdout
         assert "posterior.py:25:5: GLF202 copy.deepcopy(model) will raise" in r.stdout, r.stdout
         assert ran.returncode != 0 and "graph leaves" in ran.stderr, ran.stderr
 
@@ -353,6 +356,6 @@ def test_a_store_the_holder_clears_after_every_call_is_opt_in(tmp_path, reset):
                 "taken to be used without the reset at solver.py:18" in opt_in.stdout), opt_in.stdout
         assert ran.returncode == 0, ran.stderr
     else:
-        assert "field.py:11:9: GLF001 'self.last_state' keeps a tensor" in r.stdout, r.stdout
+        assert "field.py:11:9: GLF001 'self.last_state' (Field) keeps a tensor" in r.stdout, r.stdout
         assert "solver.py:24:5: GLF202 copy.deepcopy(model) will raise" in r.stdout, r.stdout
         assert ran.returncode != 0 and "graph leaves" in ran.stderr, ran.stderr

@@ -109,7 +109,7 @@ def test_dicts_an_object_holds_reach_the_copy(tmp_path, clean):
     else:
         assert "trainer.py:17:13: GLF002 'self.callback_metrics' is given a tensor" in r.stdout, r.stdout
         assert "trainer.py:18:20: GLF202 deepcopy(self.callback_metrics) will raise" in r.stdout, r.stdout
-        assert "model.py:12:9: GLF001 'self.sum_squared_error' keeps a tensor" in r.stdout, r.stdout
+        assert "model.py:12:9: GLF001 'self.sum_squared_error' (MeanSquaredError) keeps a tensor" in r.stdout, r.stdout
         assert "deepcopy(model.logged) at trainer.py:19" in r.stdout, r.stdout
     pytest.importorskip("torch")
     ran = subprocess.run([sys.executable, "run.py"], cwd=project, capture_output=True, text=True, timeout=300)

@@ -60,7 +60,8 @@ def _check_and_run(project: Path, twin: bool, expected: list[str], mentions: lis
 def test_a_cache_filled_by_the_layers_of_a_module_list(tmp_path, twin):
     project = _project(tmp_path, "layer_cache", ("run.py", GRAD_SWITCH, "torch.no_grad()") if twin else None)
     _check_and_run(project, twin, ["cache.py:12:13: GLF002", "cache.py:13:13: GLF002", "run.py:18:16: GLF202"],
-                   ["(GLF002 at cache.py:12: 'self.keys')", "main() -> forward() -> forward() -> update()"], "copied")
+                   ["cache.keys[...] (GLF002 at cache.py:12, stored by KVCache.update)",
+                    "main() -> Decoder.forward -> Attention.forward -> KVCache.update"], "copied")
 
 
 @pytest.mark.parametrize("twin", [None, "no_grad", "detach"])
@@ -69,4 +70,4 @@ def test_a_beam_copying_stacks_that_hold_the_decoder_state(tmp_path, twin):
             "detach": ("beam.py", "output[prev[i]].unsqueeze(0)", "output[prev[i]].unsqueeze(0).detach()")}.get(twin)
     project = _project(tmp_path, "beam_stacks", edit)
     _check_and_run(project, bool(twin), ["beam.py:22:24: GLF202", "beam.py:26:17: GLF002"],
-                   ["main() -> predict() -> predict() -> advance()"], "decoded")
+                   ["main() -> Parser.predict -> Decoder.predict -> TreeBeam.advance"], "decoded")

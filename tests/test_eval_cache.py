@@ -53,7 +53,7 @@ def test_the_eval_mode_cache_is_reported_at_its_store_and_at_the_copy(tmp_path):
     r = _graphleaf("check", "--isolated", "--no-cache", "--output-format", "json", ".", cwd=tmp_path / "p")
     store = next(f for f in json.loads(r.stdout) if f["code"] == "GLF001")
     witness = store["witness"]  # reached through the property, with grad on, from the kernel's parameter
-    assert witness["reached"].endswith("forward() -> _inducing_mat()") and witness["grad"] == "enabled", witness
+    assert witness["reached"].endswith("InducingPointKernel.forward -> InducingPointKernel._inducing_mat") and witness["grad"] == "enabled", witness
     assert "nn.Parameter" in witness["source"] and "requires_grad=True" not in witness["source"], witness
     flake8 = subprocess.run([sys.executable, "-m", "flake8", "--isolated", "--select=GLF", "."], capture_output=True,
                             text=True, timeout=300, cwd=tmp_path / "p")

@@ -47,7 +47,7 @@ def test_plugin_is_registered() -> None:
 def test_reports_with_extend_select_alongside_defaults(tmp_path: Path) -> None:
     write(tmp_path, "m.py", BUGGY.format(comment=""))
     proc = flake8(tmp_path, "--extend-select=GLF", "m.py")
-    assert "m.py:11:9: GLF001 'self.cache' keeps a tensor" in proc.stdout
+    assert "m.py:11:9: GLF001 'self.cache' (Net) keeps a tensor" in proc.stdout
     assert proc.returncode == 1
 
 

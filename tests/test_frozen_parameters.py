@@ -54,7 +54,7 @@ def test_a_frozen_parameter_is_no_grad_source(tmp_path, frozen):
     if frozen:
         assert r.returncode == 0 and r.stdout == "", r.stdout
     else:
-        assert "rocket.py:19:9: GLF001 'self.biases' keeps a tensor that is on the autograd graph (from parameter " \
+        assert "rocket.py:19:9: GLF001 'self.biases' (Features) keeps a tensor on the autograd graph (from parameter " \
                "self.kernels)" in r.stdout, r.stdout
     pytest.importorskip("torch")
     ran = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300)

@@ -89,7 +89,12 @@ def test_example_reports_the_encoder_and_the_ema_copy() -> None:
     codes = [OUTPUT.match(l).group("code") for l in proc.stdout.splitlines()]
     assert codes.count("GLF002") == 3
     assert "GLF202" in codes
-    assert "'DepthModel' (its self.encoder is 'ResnetEncoder')" in proc.stdout
+    # at the copy: the copied object and its class, the attribute path to the tensor, every storing line
+    assert ("GLF202 copy.deepcopy(model) will raise: model (DepthModel) keeps a tensor on the autograd graph in "
+            "model.encoder.features[...] (GLF002 at lines 26, 27 and 28, stored by ResnetEncoder.forward)") in proc.stdout
+    # at each store: the class that holds it, and the program's copy that fails
+    assert proc.stdout.count("'self.features' (ResnetEncoder) is given a tensor on the autograd graph") == 3
+    assert proc.stdout.count("copy.deepcopy(model) at line 70 will raise (it reaches it as model.encoder.features[...])") == 3
 
 
 def test_non_tensor_fixture_runs_as_its_marks_say():

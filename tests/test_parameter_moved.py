@@ -42,7 +42,7 @@ def test_a_new_parameter_moved_to_a_device(tmp_path, moved):
     r = subprocess.run([sys.executable, "-m", "flake8_graphleaf", "check", "--isolated", "--no-cache",
                         "--output-format", "concise", str(path)], capture_output=True, text=True, timeout=300, cwd=ROOT)
     if moved:
-        assert "dist.py:11:9: GLF005 'self.log_std' is set, while the module is built, to a non-leaf tensor (from " \
+        assert "dist.py:11:9: GLF005 'self.log_std' (Gaussian) is set, while the module is built, to a tensor on the autograd graph (from " \
                "nn.Parameter(...).to(...), a copy of the new parameter on any device but the CPU" in r.stdout, r.stdout
     else:
         assert r.returncode == 0 and r.stdout == "", r.stdout

@@ -52,7 +52,7 @@ def test_a_property_backbone(tmp_path, detached):
     if detached:
         assert r.returncode == 0 and r.stdout == "", r.stdout
     else:
-        assert "mtl.py:20:13: GLF001 'self.rep' keeps a tensor that is on the autograd graph (from self.backbone(...))" \
+        assert "mtl.py:20:13: GLF001 'self.rep' (MultiTask) keeps a tensor on the autograd graph (from self.backbone(...))" \
             in r.stdout, r.stdout
     pytest.importorskip("torch")
     ran = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300)

@@ -34,11 +34,11 @@ def test_public_methods_are_roots_with_their_witness(tmp_path):
     r = _graphleaf("check", "--isolated", "--no-cache", "--output-format", "concise", ".", cwd=tmp_path / "p")
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
     assert _codes(r.stdout) == EXPECTED
-    assert "stored by module-level code -> episode() -> process_support_set()" in r.stdout
+    assert "stored by episode() -> FewShotClassifier.process_support_set" in r.stdout
     r = _graphleaf("check", "--isolated", "--no-cache", "--output-format", "json", ".", cwd=tmp_path / "p")
     base = next(f for f in json.loads(r.stdout) if f["filename"].endswith("base.py"))
     # the program copies it: the copy graph's finding, which names the copy, stands for the public root's
-    assert base["witness"]["reached"] == "module-level code -> episode() -> process_support_set()", base["witness"]
+    assert base["witness"]["reached"] == "episode() -> FewShotClassifier.process_support_set", base["witness"]
     assert "copy.deepcopy(model) at episode.py:27" in base["message"]
     # the library alone: the public method is the root
     shutil.copytree(FIXTURE / "fewshot", tmp_path / "lib" / "fewshot")

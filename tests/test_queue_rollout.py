@@ -81,7 +81,7 @@ def test_a_rollout_put_on_a_context_queue(tmp_path, detached):
     if detached:
         assert r.returncode == 0 and r.stdout == "", r.stdout
     else:
-        assert "actor.py:16:9: GLF301 queue.put(...) sends a tensor on the autograd graph" in r.stdout, r.stdout
+        assert "actor.py:16:9: GLF301 queue.put(...) will fail: it sends a tensor on the autograd graph" in r.stdout, r.stdout
         assert r.stdout.count("GLF301") == 1, r.stdout  # the None put after the loop is not one
     pytest.importorskip("torch")
     ran = subprocess.run([sys.executable, "run.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)

@@ -33,20 +33,21 @@ def test_the_library_reports_what_the_submodule_methods_keep(tmp_path):
     lines = sorted(r.stdout.splitlines())
     assert r.returncode == 1, r.stdout + r.stderr
     assert [line.split(" keeps")[0] for line in lines] == [
-        "pkg/layer.py:17:13: GLF001 'self.weight_sampler.sigma'",
-        "pkg/layer.py:17:13: GLF001 'self.weight_sampler.w'",
-        "pkg/layer.py:18:9: GLF001 'self.log_variational_posterior'",
+        "pkg/layer.py:17:13: GLF001 'self.weight_sampler.sigma' (Sampler)",
+        "pkg/layer.py:17:13: GLF001 'self.weight_sampler.w' (Sampler)",
+        "pkg/layer.py:18:9: GLF001 'self.log_variational_posterior' (BayesLinear)",
     ], r.stdout
     # Sampler.sample() is public and nothing in Sampler calls it: a root of its own, taken to run
     # with grad on (medium); the layer's forward, which does call it, proves the same stores above
     medium = _graphleaf("check", "--isolated", "--no-cache", "--output-format", "concise", "--confidence", "medium",
                         "pkg", cwd=tmp_path / "p")
     assert sorted(line.split(" keeps")[0] for line in medium.stdout.splitlines() if "sampler.py" in line) == [
-        "pkg/sampler.py:16:9: GLF001 'self.sigma'",
-        "pkg/sampler.py:17:9: GLF001 'self.w'",
+        "pkg/sampler.py:16:9: GLF001 'self.sigma' (Sampler)",
+        "pkg/sampler.py:17:9: GLF001 'self.w' (Sampler)",
     ], medium.stdout
     assert "[medium confidence: taken on trust: sample(), which nothing in its class calls" in medium.stdout
-    assert "(from parameter self.rho): 'self.weight_sampler' holds a Sampler object (Sampler.sample() line 16" in r.stdout
+    assert ("(from parameter self.rho) by Sampler.sample() line 16; copy.deepcopy(model) will raise after forward "
+            "(it copies the Sampler object in 'self.weight_sampler' with BayesLinear)") in r.stdout
     flake8 = subprocess.run([sys.executable, "-m", "flake8", "--isolated", "--select=GLF", "pkg"], capture_output=True,
                             text=True, timeout=300, cwd=tmp_path / "p")
     assert sorted(line.split(" ", 2)[:2] for line in flake8.stdout.splitlines()) == sorted(
@@ -59,7 +60,7 @@ def test_with_the_training_script_the_copy_graph_names_the_copy(tmp_path):
     for where in ("pkg/sampler.py:16:9: GLF001 'self.sigma'", "pkg/sampler.py:17:9: GLF001 'self.w'",
                   "pkg/layer.py:18:9: GLF001 'self.log_variational_posterior'", "train.py:18:8: GLF202"):
         assert where in r.stdout, r.stdout
-    assert "copy.deepcopy(model) at train.py:18 copies it" in r.stdout, r.stdout
+    assert "copy.deepcopy(model) at train.py:18 will raise (it reaches it as model.weight_sampler.sigma)" in r.stdout, r.stdout
 
 
 def test_the_fix_keeps_the_numbers_and_the_copy_works(tmp_path):

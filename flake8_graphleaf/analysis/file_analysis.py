@@ -14,6 +14,7 @@ from .evaluator.effects import function_effect
 from .evaluator.forward_results import forward_items
 from .program.copysafe_state import drop_covered
 from .findings import Finding
+from . import witness
 from .program.grad_mode import eval_call_with_grad
 from .program.imports import ImportMap
 from .program.project_view import ParsedModule, ProjectView
@@ -164,7 +165,35 @@ def analyze_file(tree: ast.AST, source: str | None = None, options: Options | No
             unique[key] = f  # the same store proven by another path (the copy graph's run)
     result = sorted((f for f in map(confidence.settle, unique.values())
                      if confidence.selected(f.confidence, options.confidence)), key=lambda f: f.sort_key)
+    _quote_steps(result, source, options)
     return FileAnalysis(tree, source, result, classes, imports, module)
+
+
+def _quote_steps(findings: list[Finding], source: str | None, options: Options) -> None:
+    """Each witness step as the user wrote it (witness.quote): the checked text, and the
+    project's (or the disk's) text of another file a step is in."""
+    if not any(f.witness for f in findings):
+        return
+    project = options.project
+    texts: dict = {}
+
+    def text_of(path: str) -> str | None:
+        if path not in texts:
+            found = project.text_of(path) if project is not None else None
+            if found is None:
+                try:
+                    with open(path, encoding="utf-8", errors="replace") as fh:
+                        found = fh.read()
+                except OSError:
+                    found = None
+            texts[path] = found
+        return texts[path]
+
+    here = options.path
+    text = source if source is not None else text_of(here) if here else None
+    for f in findings:
+        if f.witness:
+            f.witness = witness.quote(f.witness, here, text, text_of)
 
 
 def _defines(info, line: int) -> bool:

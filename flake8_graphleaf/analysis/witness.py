@@ -10,7 +10,9 @@ Every finding under a default code carries a witness (``Finding.witness``, a JSO
 ``source_kind``  one word for it: ``submodule``, ``parameter``, ``requires_grad``,
                  ``create_graph``, ``hook-output``, ``argument``, ``model-output``, ``legacy-norm``,
                  ``computation``
-``steps``        ``[line, code]`` of each binding from the source to the store, then the store
+``steps``        ``[line, code]`` of each binding from the source to the store, then the store:
+                 the line as the file has it (:func:`quote`), a step in another file prefixed
+                 with that file (``train.py: x = model(b)``)
 ``reached``      how the storing code runs: ``forward -> self._step()``, a hook, ``__init__``
 ``grad``         the grad mode there
 ``kept``         why the value is still there when the call returns
@@ -30,6 +32,7 @@ import ast
 import os
 
 _MAX_CODE = 80
+_MAX_QUOTE = 100
 
 
 def _code(target: str, node: ast.AST | None) -> str:
@@ -170,6 +173,35 @@ def copied_text(target: str, buffer: bool = False, container: bool = False, help
     if container:
         return f"copy.deepcopy(model) copies {root}.__dict__['{name}'] and every item in it"
     return f"copy.deepcopy(model) copies {root}.__dict__['{name}']"
+
+
+def quote(proof: dict, here: str | None, text: str | None, text_of) -> dict:
+    """``proof`` with each step's code as its file has it: the line, stripped, as the user wrote
+    it (a long line cut at 100 characters), in place of the code the analysis read. ``text``:
+    the reported file's text (``here``); ``text_of(path)``: another file's text, or None. A
+    step whose line cannot be read keeps the code it has."""
+    paths = proof.get("step_paths") or [None] * len(proof.get("steps", ()))
+    cache: dict = {}
+
+    def line_of(path: str | None, number: int) -> str | None:
+        if path not in cache:
+            body = text if path is None else text_of(path)
+            cache[path] = body.splitlines() if body is not None else None
+        found = cache[path]
+        if not found or not 1 <= number <= len(found):
+            return None
+        written = found[number - 1].strip()
+        if not written:
+            return None
+        return written if len(written) <= _MAX_QUOTE else written[: _MAX_QUOTE - 3] + "..."
+
+    out = []
+    for (number, code), path in zip(proof.get("steps", ()), paths):
+        written = line_of(path, number)
+        if written is not None:
+            code = f"{display_path(path, here)}: {written}" if path is not None and here is not None else written
+        out.append([number, code])
+    return {**proof, "steps": out}
 
 
 def lines(witness: dict) -> list[str]:

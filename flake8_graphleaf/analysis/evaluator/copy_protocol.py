@@ -20,6 +20,7 @@ The stores a copy does not reach because the class's ``__getstate__`` covers the
 from __future__ import annotations
 
 import ast
+from collections import deque
 
 from ..program.copysafe_state import ALL, BUFFERS, covered_attributes, getstate_of
 from ..program.helper_objects import copies_itself
@@ -62,10 +63,11 @@ def covered_by_copy(info) -> frozenset | None:
     return frozenset(covered)
 
 
-def reach(program, types, flatten) -> list:
-    """The graph tensors kept where a deep copy of objects of ``types`` goes (``flatten``: the
-    heap's atoms of a set of types)."""
-    todo = list(flatten(types))
+def reach_paths(program, types, flatten) -> list:
+    """[(kept, attribute path)] for the graph tensors kept where a deep copy of objects of
+    ``types`` goes, each by the shortest way from the copied object (``flatten``: the heap's atoms
+    of a set of types)."""
+    todo = deque((atom, ()) for atom in sorted(flatten(types), key=repr))  # sorted: the same path in every process
     seen: set = set()
     out: list = []
     kept_by: dict = {}
@@ -75,15 +77,15 @@ def reach(program, types, flatten) -> list:
     for (holder, attr), held in program.held.items():
         held_by.setdefault(holder, []).append((attr, held))
     while todo:
-        atom = todo.pop()
+        atom, steps = todo.popleft()
         if atom in seen or atom[0] not in ("obj", "alloc", "bound", "partial"):
             continue
         seen.add(atom)
         if atom[0] == "bound":
-            todo.append(atom[3])  # deepcopy of a bound method copies its __self__
+            todo.append((atom[3], steps + ("__self__",)))  # deepcopy of a bound method copies its __self__
             continue
         if atom[0] == "partial":
-            todo += list(flatten(program.partials[atom[1]][2]))
+            todo += [(a, steps) for a in sorted(flatten(program.partials[atom[1]][2]), key=repr)]
             continue
         covered = covered_by_copy(program.class_info(atom[1])) if atom[0] == "obj" else frozenset()
         if covered is None:
@@ -92,8 +94,8 @@ def reach(program, types, flatten) -> list:
             if attr in covered:
                 program.covered.add((kept.path, kept.node.lineno))
             else:
-                out.append(kept)
+                out.append((kept, steps + (attr,)))
         for attr, held in held_by.get(atom, ()):
             if attr not in covered:
-                todo += list(held)
-    return sorted(out, key=lambda k: (k.path, k.node.lineno, k.node.col_offset))
+                todo += [(a, steps + (attr,)) for a in sorted(held, key=repr)]
+    return sorted(out, key=lambda kp: (kp[0].path, kp[0].node.lineno, kp[0].node.col_offset))

@@ -30,8 +30,10 @@ from __future__ import annotations
 
 import ast
 import os
+from collections import deque
 from dataclasses import dataclass, field
 
+from .. import messages
 from . import copy_protocol
 from .calls import is_property
 from .flow import CONTAINER_MUTATORS, Store, Walker, target_root
@@ -108,6 +110,11 @@ class Sink:
     # statement that bound it there or the argument itself, the argument as written, the call
     # that passed it, the function that made that call)
     origin: tuple | None = None
+    # "copy", "loader": the attributes from the copied object to each of ``kept`` (Program.reach_paths),
+    # the copied object as written, and the names of the classes of the objects it may be
+    paths: list = field(default_factory=list)
+    copied: str = ""
+    classes: tuple = ()
 
 
 @dataclass
@@ -218,7 +225,13 @@ class Program:
     def reach(self, types) -> list[Kept]:
         """The graph tensors kept where a deep copy of objects of ``types`` goes (what each class's
         copy protocol lets a copy reach: :mod:`.copy_protocol`)."""
-        return copy_protocol.reach(self, types, flatten)
+        return [k for k, _ in self.reach_paths(types)]
+
+    def reach_paths(self, types) -> list[tuple[Kept, tuple[str, ...]]]:
+        """The graph tensors kept where a deep copy of objects of ``types`` goes, each with the
+        attributes from the copied object to it (``("block", "attn", "last_attn")``; ``"[]"``: the
+        items of a container), the shortest way there."""
+        return copy_protocol.reach_paths(self, types, flatten)
 
     def in_scope(self, imports, qual: str | None) -> bool:
         """Is ``qual`` defined in a file of the run's folder or below (found without parsing)?
@@ -395,15 +408,19 @@ class Frame(Evaluator):
         self.depth = 0
 
     def reached(self) -> str:
+        """How the run got here, as a message names it (analysis/messages.call_chain): each function
+        called (``train()``), a method with its class (``TinyClassifier.forward``), a hook run by a
+        module call (``hook (forward hook)``); the module-level code only when nothing is called."""
         names = []
         f = self
         while f is not None:
-            name = f"{f.func.name}()" if f.func is not None else "module-level code"
-            if f.hook and (f.caller is None or not f.caller.hook):
-                name = f"the hook {name}, run by the next module call"
-            names.append(name)
+            if f.func is None:
+                names.append(messages.MODULE_CODE)
+            else:
+                cls = f.info.node.name if f.info is not None and f.self_atom is not None else None
+                names.append(messages.frame_name(f.func.name, cls, hook=f.hook and (f.caller is None or not f.caller.hook)))
             f = f.caller
-        return " -> ".join(reversed(names))
+        return messages.call_chain(reversed(names))
 
     # -- what names hold ----------------------------------------------------------
     def name_value(self, name: str) -> Value | None:
@@ -607,13 +624,15 @@ class Frame(Evaluator):
         if copier and node.args:
             result = super().eval_Call(node)
             types = self.types_of(node.args[0])
-            kept = self.program.reach(types)
+            reached = self.program.reach_paths(types)
+            kept = [k for k, _ in reached]
             where = (self.ctx.path, node.lineno, node.col_offset)
             if any(a[0] == "obj" and not self.program.is_module(a[1]) for a in flatten(types)):
                 self.program.judged[where] = self.program.judged.get(where, False) or bool(kept)
             if kept:
                 self.program.sinks.append(Sink(
-                    "copy", node, f"{ast.unparse(func)}({ast.unparse(node.args[0])})", kept, path=self.ctx.path))
+                    "copy", node, f"{ast.unparse(func)}({ast.unparse(node.args[0])})", kept, path=self.ctx.path,
+                    paths=[p for _, p in reached], copied=ast.unparse(node.args[0]), classes=_classes(types)))
             elif qual == "copy.deepcopy":
                 self._copied_argument(node, func)
             if qual == "copy.deepcopy":
@@ -778,10 +797,13 @@ class Frame(Evaluator):
         ds = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "dataset"), None)
         result = super().eval_Call(node)
         if ds is not None and with_workers(node):
-            kept = self.program.reach(self.types_of(ds))
-            if kept:
-                self.program.sinks.append(Sink("loader", node, f"DataLoader({ast.unparse(ds)}, ...)", kept,
-                                               path=self.ctx.path))
+            types = self.types_of(ds)
+            reached = self.program.reach_paths(types)
+            if reached:
+                self.program.sinks.append(Sink("loader", node, f"DataLoader({ast.unparse(ds)}, ...)",
+                                               [k for k, _ in reached], path=self.ctx.path,
+                                               paths=[p for _, p in reached], copied=ast.unparse(ds),
+                                               classes=_classes(types)))
         return result
 
 
@@ -1043,6 +1065,11 @@ def _run(current, tree, imports, classes, module_classes, text: str | None = Non
     # frames point back at the program: none is kept, so no cycle holds the run's heap
     program.module_frame, program.hooks, program.functions = None, [], {}
     return program
+
+
+def _classes(types) -> tuple[str, ...]:
+    """The names of the classes of the objects among ``types``."""
+    return tuple(sorted({a[1].rpartition("::")[2] for a in flatten(types) if a[0] == "obj"}))
 
 
 def _where_stored(kept: Kept) -> tuple:

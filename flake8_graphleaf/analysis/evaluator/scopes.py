@@ -8,6 +8,7 @@ import ast
 import re
 from typing import Callable
 
+from .. import messages
 from ..findings import Finding
 from .flow import Store, Walker
 from ..program.grad_mode import function_grad_mode
@@ -410,10 +411,12 @@ class ClassRunner:
                 kept=witness.KEPT_AFTER_RETURN, copied=witness.copied_text(target, helper=attr))
             self.helper_findings.append(Finding(
                 code, node.lineno, node.col_offset,
-                f"'{target}' keeps a tensor that is on the autograd graph (from {where[0][3].origin}): "
-                f"'self.{attr}' holds a {held} object ({lines}), and copy.deepcopy(model) copies it with the "
-                f"module; copy.deepcopy(model) will raise after forward: keep the tensor off the helper object, or "
-                f"give its class a __getstate__ that detaches it",
+                messages.store(
+                    messages.holder(target, held), "keeps", where[0][3].origin or "a computation on the autograd graph",
+                    messages.copy_clause("copy.deepcopy(model)", copies=f"the {held} object in 'self.{attr}' with "
+                                                                       f"{self.info.node.name}"),
+                    "keep the tensor off the helper object, or give its class a __getstate__ that detaches it",
+                    by=f"by {lines}"),
                 end_line=node.end_lineno, end_col=node.end_col_offset,
                 class_name=self.info.node.name, attribute=target,
                 data={"kind": "helper", "helper_class": where[0][4], "helper_line": where[0][2]}, witness=proof,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import re
 
-from .. import witness
+from .. import messages, witness
 from ..findings import Finding
 from ..evaluator.flow import Store, Walker
 from ..program.grad_mode import function_grad_mode
@@ -14,7 +14,7 @@ from ..evaluator.graph_tensors import GRAPH, MODULE, NOTHING, Evaluator, Value, 
 from ..program.imports import ImportMap
 from ..evaluator.scopes import ClassRunner, self_name
 from ..program.stmtwalk import lines_matching, walk
-from . import drop_overwritten, finding, origin_text
+from . import drop_overwritten, finding
 
 RULES = {"GLF005": "non-leaf tensor stored on a module at construction"}
 
@@ -78,12 +78,12 @@ class ODEProblem(nn.Module):
 ]
 
 
-def _message(target: str, value: Value) -> str:
-    return (
-        f"'{target}' is set, while the module is built, to a non-leaf tensor ({origin_text(value)}); "
-        "copy.deepcopy of the module will raise even before training: compute it in forward, "
-        "wrap it in nn.Parameter, or build it under torch.no_grad()"
-    )
+def _message(target: str, value: Value, class_name: str | None = None) -> str:
+    return messages.store(
+        messages.holder(target, class_name), "is set, while the module is built, to",
+        value.origin or "a computation on the autograd graph",
+        messages.copy_clause("copy.deepcopy of the module", when="even before training"),
+        "compute it in forward, wrap it in nn.Parameter, or build it under torch.no_grad()")
 
 
 def _target(store: Store) -> str:
@@ -128,7 +128,7 @@ def _sink(out: list[Finding], class_name: str | None, scope=None, runner_path=la
             if (not literal or looks_like_parameter(named.value)) and not removes_parameter(scope):
                 return
         target = _target(store)
-        f = finding("GLF005", store.node, _message(target, store.value), class_name=class_name, attribute=target,
+        f = finding("GLF005", store.node, _message(target, store.value, class_name), class_name=class_name, attribute=target,
                     data={"kind": store.kind, "method": getattr(func, "name", ""), "node": store.node})
         f.witness = witness.make(
             store.value, store.node, store.stmt, reached=(runner_path() or getattr(func, "name", "__init__")) + ", while the module is built",

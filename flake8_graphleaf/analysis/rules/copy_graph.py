@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import ast
 
-from .. import witness
+from .. import messages, witness
 from ..findings import Finding
 from ..evaluator.heap import Kept, Sink, may_reach_sink, run_file, runs_for
 from ..values import short
@@ -243,7 +243,7 @@ def settle(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
     A class-level store that every run of the program clears again before it ends or copies
     (``self.defunc.dxds = None`` after the solver's calls) takes a step on trust (that a user
     skips the reset): a lower level."""
-    new, judged, cleared, covered = _check(tree, imports, classes, module_classes, findings, source, reuse)
+    new, judged, cleared, covered, copies = _check(tree, imports, classes, module_classes, findings, source, reuse)
     # a public method's store that a copy of the program reaches: the copy graph's finding names the copy
     named = {(f.line, f.col, f.code) for f in new if f.data.get("kind") == "copy-graph"}
     kept = []
@@ -258,12 +258,15 @@ def settle(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
             f.code == "GLF202" and not f.data.get("cause_path")) else None
         if line in cleared and f.data.get("kind") != "copy-graph":
             f = cleared_by_program(f, cleared[line])
+        if f.code in STORES and (f.line, f.col) in copies:  # the program's copy that meets the store
+            sink, store = copies[(f.line, f.col)]
+            messages.name_copy(f, sink.what, sink.node.lineno, reach=_reach(sink, store))
         kept.append(f)
     return kept + new
 
 
 def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], findings: list[Finding],
-           source: str | None = None, reuse: bool = True) -> tuple[list[Finding], dict]:
+           source: str | None = None, reuse: bool = True) -> tuple[list[Finding], dict, dict, set, dict]:
     here = getattr(imports.current, "path", "<current>")
     # its own run when its text copies or sends, or it calls a function of the program that may
     # (a test handing its inputs to a harness that deep-copies them)
@@ -284,8 +287,17 @@ def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
                 judged[(line, col)] = judged.get((line, col), False) or bad
     cleared = _cleared(programs, here)
     covered = _covered(programs, here)
+    # the first copy of this file that meets each store of this file: (the sink, its Kept). Not a
+    # copy of another file: whether its run is looked at depends on the files checked with this one
+    # and on the module name the front end gives this file, and flake8 and the CLI say the same.
+    copies: dict[tuple, tuple] = {}
+    for sink in sinks:
+        if sink.kind == "copy" and sink.path == here:
+            for kept in sink.kept:
+                if kept.path == here:
+                    copies.setdefault((kept.node.lineno, kept.node.col_offset), (sink, kept))
     if not sinks:
-        return [], judged, cleared, covered
+        return [], judged, cleared, covered, copies
     module = getattr(imports.current, "name", "")
     # a store another rule reports already (GLF005 at construction, GLF002 of a helper) is not reported twice
     # (one that took a step on trust is not: the run may prove it)
@@ -316,24 +328,23 @@ def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
             out.append(_sent(sink))
             continue
         first = sink.kept[0]
-        at = _where(first, here)
         code = "GLF301" if sink.kind == "loader" else "GLF202"
         if code == "GLF202":
-            message = (f"{sink.what} will raise: {_holder(first)} keeps a non-leaf tensor ({first.code} at {at}: "
-                       f"'{first.target}', stored by {first.reached}); fix that line, or copy with state_dict()")
+            message = messages.copy_site(sink.what, sink.copied or short(node.args[0]), _copied_class(sink),
+                                         _listed(sink, here))
         else:
-            message = (f"{sink.what} gives worker processes a dataset that keeps a tensor on the autograd graph "
-                       f"({first.target} at {at}, stored by {first.reached}): the workers cannot send it back "
-                       "('Cowardly refusing to serialize non-leaf tensor which requires_grad', or the collate's "
-                       "'stack(): functions with out=... arguments don't support automatic differentiation'); "
-                       "build the dataset from .detach()ed tensors")
+            message = messages.copy_site(
+                sink.what, sink.copied or "the dataset", _copied_class(sink), _listed(sink, here),
+                "the worker processes cannot send it back ('Cowardly refusing to serialize non-leaf tensor which "
+                "requires_grad', or the collate's 'stack(): functions with out=... arguments don't support automatic "
+                "differentiation'); build the dataset from .detach()ed tensors", verb="will fail")
         site = finding(code, node, message, data={"kind": "copy-graph", "cause_line": first.node.lineno,
                                                   "cause_code": first.code,
                                                   "cause_path": None if first.path == here else witness.display_path(first.path, here)})
         site.witness = _witness(first, sink, here)
         out.append(site)
         _stores(sink, here, taken, stores, module, classes)
-    return out + list(stores.values()), judged, cleared, covered
+    return out + list(stores.values()), judged, cleared, covered, copies
 
 
 def _covered(programs: list, here: str) -> set[int]:
@@ -377,10 +388,11 @@ def _dataset(kept: Kept, sink: Sink, here: str) -> Finding:
     """A TensorDataset of tensors that require grad, which a DataLoader's workers index: each
     item is a view with a grad_fn, which the worker cannot send back."""
     f = finding("GLF301", kept.node,
-                f"{short(kept.node)} holds a tensor that requires grad ({origin_text(kept.value)}); "
-                f"{sink.what} at {_at(sink, here)} indexes it in worker processes, whose items (views with a "
-                "grad_fn) cannot be sent back ('Cowardly refusing to serialize non-leaf tensor which requires_grad'): "
-                "build the dataset from .detach()ed tensors",
+                messages.store(short(kept.node), "holds", kept.value.origin,
+                               f"{sink.what} at {_at(sink, here)} will fail: its worker processes index it, and its "
+                               "items (views with a grad_fn) cannot be sent back ('Cowardly refusing to serialize "
+                               "non-leaf tensor which requires_grad')", "build the dataset from .detach()ed tensors",
+                               tensor="a tensor that requires grad"),
                 data={"kind": "copy-graph", "copied_at": sink.node.lineno})
     f.witness = _witness(kept, sink, here, at_copy=False)
     return f
@@ -398,6 +410,14 @@ def _at(sink: Sink, here: str) -> str:
     return f"line {sink.node.lineno}" if sink.path == here else f"{witness.display_path(sink.path, here)}:{sink.node.lineno}"
 
 
+def _copied(sink: Sink, kept: Kept) -> str:
+    """What the copy copies to reach ``kept``: ``model (TinyClassifier) and with it model.block.attn.last_attn``."""
+    reach = _reach(sink, kept)
+    if reach and sink.copied:
+        return f"{messages.copied_object(sink.copied, _copied_class(sink))} and with it {reach}"
+    return f"{_holder(kept)} and with it '{kept.target}'"
+
+
 def _holder(kept: Kept) -> str:
     atom = kept.holder
     if atom[0] == "obj":
@@ -405,17 +425,56 @@ def _holder(kept: Kept) -> str:
     return f"the container made at line {atom[2]}"
 
 
+def _copied_class(sink: Sink) -> str | None:
+    """The class of the copied object, where the run knows it (``A or B``: the object is one of them)."""
+    if not sink.classes or len(sink.classes) > 3:
+        return None
+    return " or ".join(sink.classes)
+
+
+def _reach(sink: Sink, kept: Kept, written: str | None = None) -> str | None:
+    """The attribute path from the copied object to ``kept`` (``model.block.attn.last_attn``), the
+    most specific where the copy reaches it two ways; None where it is ``written`` already."""
+    found = [messages.attribute_path(sink.copied, steps) for other, steps in zip(sink.kept, sink.paths)
+             if sink.copied and _same_store(other, kept)]
+    best = max(found, key=len, default=None)
+    return None if best is None or best == written else best
+
+
+def _same_store(a: Kept, b: Kept) -> bool:
+    return a.path == b.path and (a.node.lineno, a.node.col_offset) == (b.node.lineno, b.node.col_offset)
+
+
+def _listed(sink: Sink, here: str) -> list[messages.Store]:
+    """The stores a copy meets, once each, as its message lists them."""
+    out, seen = [], set()
+    for kept in sink.kept:
+        key = (kept.path, kept.node.lineno, kept.node.col_offset)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(messages.Store(_reach(sink, kept) or f"'{kept.target}'", kept.code, kept.node.lineno,
+                                  None if kept.path == here else witness.display_path(kept.path, here), kept.reached))
+    return out
+
+
+def _holder_class(kept: Kept) -> str | None:
+    return kept.holder[1].rpartition("::")[2] if kept.holder[0] == "obj" else None
+
+
 def _where(kept: Kept, here: str) -> str:
     return f"line {kept.node.lineno}" if kept.path == here else f"{witness.display_path(kept.path, here)}:{kept.node.lineno}"
 
 
 def _store(kept: Kept, sink: Sink, here: str, module: str, classes: dict) -> Finding:
-    how = {"GLF002": "is given", "GLF003": "is given, in a forward hook,"}.get(kept.code, "keeps")
+    how = "is given" if kept.code in ("GLF002", "GLF003") else "keeps"
+    elsewhere = None if sink.path == here else witness.display_path(sink.path, here)
     f = finding(
         kept.code, kept.node,
-        f"'{kept.target}' {how} a tensor that is on the autograd graph ({origin_text(kept.value)}) in "
-        f"{kept.reached}; {sink.what} at {_at(sink, here)} copies it and will raise: store .detach(), "
-        "or clear it before the copy",
+        messages.store(messages.holder(kept.target, _holder_class(kept)), how,
+                       kept.value.origin or "a computation on the autograd graph",
+                       messages.copy_clause(sink.what, sink.node.lineno, elsewhere, _reach(sink, kept, kept.target)),
+                       "store .detach(), or clear it before the copy", chain=kept.reached),
         attribute=kept.target,
         data={"kind": "copy-graph", "copied_at": sink.node.lineno, "method": kept.method, "root": kept.root,
               "on_self": kept.on_self,
@@ -434,8 +493,8 @@ def _witness(kept: Kept, sink: Sink, here: str, at_copy: bool = True) -> dict:
     its store, and its ``copied`` names the copy)."""
     proof = witness.make(kept.value, kept.node, kept.stmt, reached=kept.reached, grad=True,
                          kept="nothing the program runs between the store and the copy clears or replaces it",
-                         copied=f"{sink.what} at {_at(sink, here)} copies {_holder(kept)} and with it "
-                                f"'{kept.target}'", here=here, store_path=kept.path)
+                         copied=f"{sink.what} at {_at(sink, here)} copies {_copied(sink, kept)}",
+                         here=here, store_path=kept.path)
     site = short(sink.node)
     if at_copy:
         elsewhere = sink.path != here
@@ -468,17 +527,19 @@ def _copied_argument(sink: Sink, here: str, reported: set) -> list[Finding]:
     if path == here and (made.lineno, made.col_offset) not in reported:
         reported.add((made.lineno, made.col_offset))
         f = finding("GLF201", made,
-                    f"'{given}' is or holds a tensor on the autograd graph ({source}); {short(call)} deep-copies it "
-                    f"({sink.what} at {copy_at}) and raises RuntimeError (only graph leaves support deepcopy): "
-                    "make it a leaf where it is made (.detach(), or convert before requires_grad=True)",
+                    messages.store(f"'{given}'", "is or holds", sink.value.origin,
+                                   f"{short(call)} deep-copies it: {sink.what} at {copy_at} will raise (only graph "
+                                   "leaves support deepcopy)",
+                                   "make it a leaf where it is made (.detach(), or convert before requires_grad=True)"),
                     data={"kind": "copy-graph", "copied_at": sink.node.lineno})
         f.witness = proof
         out.append(f)
     if sink.path == here and (sink.node.lineno, sink.node.col_offset) not in reported:
         reported.add((sink.node.lineno, sink.node.col_offset))
         f = finding("GLF201", sink.node,
-                    f"{sink.what} copies a tensor on the autograd graph ({source}) that {who} makes at {made_at} "
-                    f"and passes on; it raises RuntimeError: copy .detach().clone() of it, or pass a leaf",
+                    messages.copied_tensor(sink.what, f"{sink.value.origin or 'a computation on the autograd graph'}, "
+                                                      f"made by {who} at {made_at} and passed on",
+                                           "copy .detach().clone() of it, or pass a leaf"),
                     data={"kind": "copy-graph", "cause_line": made.lineno,
                           "cause_path": None if path == here else witness.display_path(path, here)})
         f.witness = proof
@@ -487,9 +548,9 @@ def _copied_argument(sink: Sink, here: str, reported: set) -> list[Finding]:
 
 
 def _sent(sink: Sink) -> Finding:
-    message = (f"{sink.what} sends a tensor on the autograd graph ({origin_text(sink.value)}) to another process: "
-               "'Cowardly refusing to serialize non-leaf tensor which requires_grad' (a Queue's reader then waits "
-               "forever); put .detach() on it")
+    message = messages.sent(sink.what, f"sends {messages.GRAPH_TENSOR}", sink.value.origin,
+                            "'Cowardly refusing to serialize non-leaf tensor which requires_grad' (a Queue's reader "
+                            "then waits forever)", "put .detach() on it", to="to another process")
     f = finding("GLF301", sink.node, message, data={"kind": "copy-graph"})
     f.witness = witness.make(sink.value, sink.node, None, reached="the process's target", grad=True,
                              kept="it is what the call sends",

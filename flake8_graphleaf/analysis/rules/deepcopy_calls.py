@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 import re
 
-from .. import witness
+from .. import messages, witness
 from ..findings import Finding
 from ..evaluator.flow import Walker
 from ..program.grad_mode import function_grad_mode
@@ -19,8 +19,8 @@ from ..program.modules import ClassInfo
 from ..facts.sinks import COPIER_NAMES, COPIERS
 from ..program.stmtwalk import lines_matching, own_nodes, scopes_at, statements, tree_statements
 from ..evaluator.scopes import ClassRunner, is_forward_root, self_name
-from ..confidence import better, inherit, trust
-from . import argument_only, finding, on_trust, origin_text
+from ..confidence import _lowering, better, inherit, trust
+from . import argument_only, finding, on_trust
 
 RULES = {
     "GLF201": "copy.deepcopy of a tensor that is on the autograd graph",
@@ -272,12 +272,12 @@ def _glf201(scope, parents, classes, imports, module_classes, targets) -> list[F
         value = pos[0]
         if value.kind == GRAPH or (value.kind == ARG and grad and forward):
             seen.add(id(node))
-            where = "is" if value.kind == GRAPH else "may be"
             out.append(_witnessed_copy(value, node, scope, grad,
                 finding(
                     "GLF201", node,
-                    f"copy.deepcopy({short(node.args[0])}) copies a tensor that {where} on the autograd graph "
-                    f"({origin_text(value)}) and raises RuntimeError: use .detach().clone()",
+                    messages.copied_tensor(f"copy.deepcopy({short(node.args[0])})",
+                                           value.origin or "a computation on the autograd graph",
+                                           "use .detach().clone()", maybe=value.kind != GRAPH),
                     attribute=short(node.args[0]),
                     data={"value_kind": value.kind, "origin": value.origin, "guess": value.guess},
                 )
@@ -328,8 +328,9 @@ def _witnessed_copy(value, node: ast.Call, scope, grad: bool, f: Finding) -> Fin
     return f
 
 
-def _broken_classes(classes: dict[str, ClassInfo], findings: list[Finding]) -> dict[str, tuple[str, Finding]]:
-    """class name -> (how, the finding that makes deepcopy fail), through submodules and bases."""
+def _broken_classes(classes: dict[str, ClassInfo], findings: list[Finding]) -> dict[str, tuple[str, Finding, list]]:
+    """class name -> (how, the finding that makes deepcopy fail, every store that does: (the
+    attributes from an object of the class to it, the finding) each), through submodules and bases."""
     broken: dict[str, tuple[str, Finding]] = {}
     for f in sorted(findings, key=lambda f: f.sort_key):
         if f.code in BREAKING and f.class_name and f.class_name in classes:
@@ -353,7 +354,22 @@ def _broken_classes(classes: dict[str, ClassInfo], findings: list[Finding]) -> d
                         broken[name] = (f"'{name}' (its self.{attr} is {broken[cls][0]})", broken[cls][1])
                         changed = True
                         break
-    return broken
+    own: dict[str, list[Finding]] = {}
+    for f in sorted(findings, key=lambda f: f.sort_key):
+        if f.code in BREAKING and f.class_name and f.class_name in classes:
+            own.setdefault(f.class_name, []).append(f)
+    return {name: (how, cause, _stores_of(name, classes, own)) for name, (how, cause) in broken.items()}
+
+
+def _stores_of(name: str, classes: dict[str, ClassInfo], own: dict[str, list[Finding]]) -> list:
+    """Every store that breaks a copy of an object of class ``name``: its own, its bases', its
+    submodules' (``("block", "attn", "last_attn")`` from the object); the surest first, then in
+    line order."""
+    out: list[tuple[tuple, Finding]] = []
+    _walk_stores(name, (), frozenset(), classes, own, out, set())
+    # the surest first, then in line order
+    out.sort(key=lambda sf: (_lowering(sf[1].trust), sf[1].line, sf[1].col))
+    return out
 
 
 def _glf202(node: ast.Call, kind: str, scope, parents, classes, broken, imports) -> list[Finding]:
@@ -364,18 +380,25 @@ def _glf202(node: ast.Call, kind: str, scope, parents, classes, broken, imports)
         remote = _remote_broken(imports, _remote_class(arg, node, scope, parents, imports))
         if remote is None:
             return []
-        cls, (how, cause), where, files = remote
+        cls, (how, cause, stores), where, files = remote
     elif cls not in broken or "__deepcopy__" in classes[cls].facts.methods:
         return []  # a class with its own __deepcopy__ decides what a copy gets
     else:
-        how, cause = broken[cls]
-    what = cause.attribute or cause.code
+        how, cause, stores = broken[cls]
     at = f"{where}:{cause.line}" if where else f"line {cause.line}"
+    copied = short(arg)
+    listed = [messages.Store(messages.attribute_path(copied, steps), f.code, f.line, where or None,
+                             f"{f.class_name}.{f.data['method']}" if f.data.get("method") and f.class_name else None)
+              for steps, f in stores]
+    if not where:  # the stores of this file name this copy
+        for (steps, f), store in zip(stores, listed):
+            messages.name_copy(f, f"{kind}({copied})", node.lineno, reach=store.path)
+    reached = next((store.path for (_, f), store in zip(stores, listed) if f is cause), None)
+    how = f"{messages.copied_object(copied, cls)}" + (f" and with it {reached}" if reached else "")
     return [inherit(_witnessed_site(node, kind, how, cause, files, at,
         finding(
             "GLF202", node,
-            f"{kind}({short(arg)}) will raise: {how} keeps a non-leaf tensor "
-            f"({cause.code} at {at}: '{what}'); fix that line, or copy with state_dict()",
+            messages.copy_site(f"{kind}({copied})", copied, cls, listed),
             class_name=cls,
             data={"cause_line": cause.line, "cause_code": cause.code, "cause_path": where or None},
         )
@@ -445,6 +468,26 @@ def _remote_broken(imports, qual: str | None):
         return None
     here = getattr(imports.current, "path", "") or ""
     return name, broken[name], witness.display_path(found_module.path, here), (found_module.path, here)
+
+
+def _walk_stores(cls: str, steps: tuple, visiting: frozenset, classes: dict, own: dict, out: list, seen: set) -> None:
+    """Put the stores of ``cls``, its bases and its submodules into ``out`` (a module function, not a
+    recursive closure: no reference cycle)."""
+    if cls in visiting or cls not in classes:
+        return
+    visiting = visiting | {cls}
+    for f in own.get(cls, ()):
+        if id(f) not in seen:
+            seen.add(id(f))
+            path = messages.self_relative(f.attribute or "")
+            if f.code == "GLF002" and path[-1:] != ["[]"]:
+                path.append("[]")  # an item of the container: model.encoder.features[...]
+            out.append((steps + tuple(path), f))
+    info = classes[cls]
+    for base in info.local_bases:
+        _walk_stores(base, steps, visiting, classes, own, out, seen)
+    for attr, (sub, _line) in info.facts.submodule_classes.items():
+        _walk_stores(sub, steps + (attr,), visiting, classes, own, out, seen)
 
 
 def _witnessed_site(node: ast.Call, kind: str, how: str, cause: Finding, files: tuple | None, at: str,

@@ -13,7 +13,7 @@ from ..program.summaries import current_summary, is_layer, made_only_without_gra
 from ..program.helper_objects import file_classes
 from ..program.project_view import resolve
 from ..evaluator.scopes import SUBMODULE_CALL, ClassRunner, self_name
-from .. import witness
+from .. import messages, witness
 from ..confidence import trust
 from . import argument_only, drop_overwritten, eval_only, finding, origin_text
 
@@ -827,7 +827,7 @@ def settle_arguments(findings: list[Finding], runners: dict, calls: dict) -> lis
 
 def _proven(f: Finding) -> None:
     """The message of a store whose argument the program shows to be a graph tensor says it is one."""
-    f.message = f.message.replace("that may be on the autograd graph", "that is on the autograd graph", 1)
+    f.message = f.message.replace("a tensor that may be on the autograd graph", messages.GRAPH_TENSOR, 1)
     f.message = f.message.replace(" will raise after forward if it is:", " will raise after forward:", 1)
 
 
@@ -963,6 +963,9 @@ def _describe(value) -> tuple[str, str]:
     return "may be", origin_text(value)
 
 
+BUFFER_THEN = "the buffer then has a grad_fn"
+
+
 def classify(store: Store, func: ast.FunctionDef, facts, class_name: str, after: str = "forward") -> Finding | None:
     """The finding for one store (None: not one to report); ``after``: the root method that
     made the store (``forward``, or a public method run as a root of its own)."""
@@ -978,8 +981,12 @@ def classify(store: Store, func: ast.FunctionDef, facts, class_name: str, after:
         return None
     attr = store.attr
     buffer = on_self and attr in facts.buffers
-    where, origin = _describe(value)
-    maybe = "" if value.kind == GRAPH else " if it is"
+    maybe = value.kind != GRAPH
+
+    def say(subject: str, verb: str, advice: str, by: str | None = None, then: str | None = None) -> str:
+        return messages.store(subject, verb, value.origin or "a computation on the autograd graph",
+                              messages.copy_clause("copy.deepcopy(model)", maybe=maybe), advice, maybe=maybe,
+                              by=by, then=then)
     target = store.text
     extra = {"class_name": class_name, "attribute": target}
     extra["data"] = {"kind": store.kind, "method": func.name, "value_kind": value.kind, "root": store.root,
@@ -996,50 +1003,44 @@ def classify(store: Store, func: ast.FunctionDef, facts, class_name: str, after:
         if buffer and target == f"{store.root}.{attr}" or (store.kind == "setattr" and buffer):
             return finding_(
                 "GLF004", store.node,
-                f"buffer '{target}' is reassigned from a tensor that {where} on the autograd graph ({origin}); "
-                f"the buffer then has a grad_fn and copy.deepcopy(model) will raise after forward{maybe}: "
-                "assign .detach() of the new value, or update it under torch.no_grad()",
+                say(messages.holder(target, class_name, "buffer"), "is reassigned from",
+                    "assign .detach() of the new value, or update it under torch.no_grad()", then=BUFFER_THEN),
                 **extra,
             )
         if on_self and attr in facts.params and target == f"{store.root}.{attr}":
             return None  # nn.Module.__setattr__ refuses a non-Parameter here: a TypeError, not our bug
         return finding_(
             "GLF001", store.node,
-            f"'{target}' keeps a tensor that {where} on the autograd graph ({origin}); "
-            f"copy.deepcopy(model) will raise after forward{maybe}: use a local variable, or store .detach()",
+            say(messages.holder(target, class_name), "keeps", "use a local variable, or store .detach()"),
             **extra,
         )
     if store.kind == "container":
         if buffer:
             return finding_(
                 "GLF004", store.node,
-                f"buffer '{target}' is updated in place with a tensor that {where} on the autograd graph ({origin}); "
-                f"the buffer then has a grad_fn and copy.deepcopy(model) will raise after forward{maybe}: "
-                "update it under torch.no_grad(), or with .detach() of the new value",
+                say(messages.holder(target, class_name, "buffer"), "is updated in place with",
+                    "update it under torch.no_grad(), or with .detach() of the new value", then=BUFFER_THEN),
                 **extra,
             )
         how = "by " + (f".{store.method}()" if store.method not in ("__setitem__", "+=") else
                        ("item assignment" if store.method == "__setitem__" else "+="))
         return finding_(
             "GLF002", store.node,
-            f"'{target}' is given a tensor that {where} on the autograd graph ({origin}) {how}; "
-            f"copy.deepcopy(model) will raise after forward{maybe}: build the container in a local variable, "
-            "or add .detach()",
+            say(messages.holder(target, class_name), "is given",
+                "build the container in a local variable, or add .detach()", by=how),
             **extra,
         )
     if store.kind == "inplace" and buffer:
         return finding_(
             "GLF004", store.node,
-            f"buffer '{target}' is updated in place (.{store.method}()) with a tensor that {where} on the autograd graph "
-            f"({origin}); the buffer then has a grad_fn and copy.deepcopy(model) will raise after forward{maybe}: "
-            "update it under torch.no_grad(), or with .detach() of the new value",
+            say(messages.holder(target, class_name, "buffer"), f"is updated in place (.{store.method}()) with",
+                "update it under torch.no_grad(), or with .detach() of the new value", then=BUFFER_THEN),
             **extra,
         )
     if store.kind == "register_buffer":
         return finding_(
             "GLF004", store.node,
-            f"buffer registered from a tensor that {where} on the autograd graph ({origin}); "
-            f"copy.deepcopy(model) will raise after forward{maybe}: register .detach() of it",
+            say(f"a buffer of {class_name}", "is registered from", "register .detach() of it"),
             **extra,
         )
     return None

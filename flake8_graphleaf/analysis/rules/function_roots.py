@@ -19,14 +19,14 @@ import ast
 import re
 from bisect import bisect_left
 
-from .. import witness
+from .. import messages, witness
 from ..findings import Finding
 from ..evaluator.flow import Store, Walker
 from ..program.grad_mode import function_grad_mode
 from ..evaluator.graph_tensors import GRAPH, MODULE, NOTHING, Evaluator, Value, looks_like_parameter
 from ..program.imports import ImportMap
 from ..program.stmtwalk import lines_matching, statements, tree_statements, walk, walk_lines
-from . import drop_overwritten, finding, origin_text
+from . import drop_overwritten, finding
 
 RULES: dict[str, str] = {}  # it reports GLF001 / GLF002 (forward_stores.RULES)
 
@@ -224,9 +224,11 @@ def check(tree: ast.Module, imports: ImportMap, module_classes: set[str], source
             how = "is given" if code == "GLF002" else "keeps"
             f = finding(
                 code, store.node,
-                f"'{target}' {how} a tensor that is on the autograd graph ({origin_text(store.value)}) in "
-                f"{func.name}(), on the module it is given; copy.deepcopy({store.root}) will raise afterwards: "
-                "use a local variable, or store .detach()",
+                messages.store(messages.holder(target, None), how,
+                               store.value.origin or "a computation on the autograd graph",
+                               messages.copy_clause(f"copy.deepcopy({store.root})", when="afterwards"),
+                               "use a local variable, or store .detach()",
+                               by=f"in {func.name}(), on the module it is given"),
                 attribute=target, data={"kind": store.kind, "method": func.name, "node": store.node})
             f.witness = witness.make(
                 store.value, store.node, store.stmt,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 import os
 
-from .. import witness
+from .. import messages, witness
 from ..findings import Finding
 from ..confidence import trust
 from ..program.grad_mode import grad_mode_of
@@ -508,9 +508,9 @@ def _check_hook(hook: _Hook, kind: str, with_kwargs: bool, imports, module_class
         target = store.text
         if store.kind in ("setattr", "register_buffer") and isinstance(store.name_node, ast.Constant):
             target = f"{store.text}.{store.name_node.value}"
-        how = "the hook's own object (deepcopy copies a bound method's __self__)" if on_self and hook.bound else (
+        how = "the hook's own object, a bound method's __self__" if on_self and hook.bound else (
             "the module that owns the closure" if on_self else "the hooked module")
-        where = "is" if store.value.kind == GRAPH else "may be"
+        maybe = store.value.kind != GRAPH
         holder = hook.owner.node.name if hook.owner is not None else "the hooked module"
         trusted = [] if store.value.kind == GRAPH else [(
             "hook-output", f"{origin_text(store.value)[5:]} is taken to be on the graph (the model is taken to run "
@@ -518,8 +518,12 @@ def _check_hook(hook: _Hook, kind: str, with_kwargs: bool, imports, module_class
         out.append(_witnessed(store, kind, name, registered or f"line {call.lineno}", how, target, holder,
             finding(
                 "GLF003", store.node,
-                f"{kind} hook '{name}' stores a tensor that {where} on the autograd graph ({origin_text(store.value)}) "
-                f"on '{target}', part of {how}; copy.deepcopy(model) will raise after forward: store .detach()",
+                messages.store(
+                    messages.holder(target, holder if on_self else "the hooked module"),
+                    "is given" if store.kind == "container" else "keeps",
+                    store.value.origin or "a computation on the autograd graph",
+                    messages.copy_clause("copy.deepcopy(model)", maybe=maybe, copies=how), "store .detach()",
+                    maybe=maybe, by=f"in {kind} hook '{name}'"),
                 class_name=hook.owner.node.name if hook.owner is not None else None,
                 attribute=target,
                 data={"kind": store.kind, "registered_at": call.lineno, "on_self": on_self, "bound": hook.bound},

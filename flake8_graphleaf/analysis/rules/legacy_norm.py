@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 
-from .. import witness
+from .. import messages, witness
 from ..findings import Finding
 from ..program.imports import ImportMap
 from ..program.modules import ClassInfo
@@ -104,9 +104,9 @@ LEGACY = {
     "torch.nn.utils.spectral_norm.SpectralNorm": ("GLF102", "SpectralNorm", "torch.nn.utils.parametrizations.spectral_norm"),
 }
 
-_WHEN = {
-    "GLF101": "sets the weight as a non-leaf tensor as soon as it is applied, so copy.deepcopy of the module raises",
-    "GLF102": "sets the weight as a non-leaf tensor at every training-mode forward, so copy.deepcopy of the model raises after one",
+_WHEN = {  # when the weight is a non-leaf tensor, and when a copy fails
+    "GLF101": (None, messages.copy_clause("copy.deepcopy of the module", when="as soon as it is applied")),
+    "GLF102": ("at every training-mode forward", messages.copy_clause("copy.deepcopy of the model", when="after one")),
 }
 
 
@@ -145,11 +145,14 @@ def check(tree: ast.AST, imports: ImportMap, classes: dict[str, ClassInfo], sour
         removal = name.startswith("remove_")
         if removal:
             message = (
-                f"legacy torch.nn.utils.{name}: it undoes the legacy {name[7:]}, which keeps a non-leaf weight that "
-                f"breaks copy.deepcopy; move to the parametrizations API and use {new}(module, 'weight')"
+                f"legacy torch.nn.utils.{name} undoes the legacy {name[7:]}, which makes the module's weight a "
+                f"non-leaf tensor; copy.deepcopy of the module will raise while it is applied: move to the "
+                f"parametrizations API and use {new}(module, 'weight')"
             )
         else:
-            message = f"legacy torch.nn.utils.{name} {_WHEN[code]}: use {new}"
+            when, copy = _WHEN[code]
+            message = messages.store(f"legacy torch.nn.utils.{name}", "makes the module's weight", None, copy,
+                                     f"use {new}", by=when, tensor="a non-leaf tensor")
         f = finding(code, node, message, class_name=cls, attribute=name, data={"new": new, "qual": imports.qualname(node)})
         if not removal and cls in classes and _normalises_self(node, parents) and copies_itself(classes[cls]):
             # the class's objects decide their own copies (a __deepcopy__ of the class or one bound

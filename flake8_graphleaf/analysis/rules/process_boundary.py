@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import ast
 
-from .. import witness
+from .. import messages, witness
 from ..findings import Finding
 from ..evaluator.flow import Walker
 from ..program.grad_mode import function_grad_mode
@@ -29,7 +29,7 @@ from ..program.imports import ImportMap
 from ..facts.sinks import LOADERS as _LOADERS, QUEUES as _QUEUES, SPAWNERS as _SPAWNERS, TENSOR_DATASETS as _TENSOR_DATASETS
 from ..facts.sinks import is_mp as _mp, keyword as _kw, with_workers as _workers
 from ..program.stmtwalk import tree_statements, walk
-from . import finding, origin_text
+from . import finding
 
 RULES = {"GLF301": "a tensor on the autograd graph (or requiring grad) sent to another process (DataLoader workers, "
                    "multiprocessing queue or spawn args)"}
@@ -128,17 +128,18 @@ class _Boundary(Evaluator):
                 v = self.eval(ds)
                 if v.kind in (GRAPH, LEAF):
                     what = "requires grad" if v.kind == LEAF else "is on the autograd graph"
-                    self.report(node, f"DataLoader({short(ds)}, num_workers=...) gives worker processes a dataset "
-                                f"whose tensor {what} ({origin_text(v)}): the workers' collate raises "
-                                "'stack(): functions with out=... arguments don't support automatic "
-                                "differentiation'; build the dataset from .detach()ed tensors")
+                    self.report(node, messages.sent(
+                        f"DataLoader({short(ds)}, num_workers=...)",
+                        f"gives worker processes a dataset whose tensor {what}", v.origin,
+                        "the workers' collate raises 'stack(): functions with out=... arguments don't support "
+                        "automatic differentiation'", "build the dataset from .detach()ed tensors"))
             return NOTHING
         if attr in ("put", "put_nowait") and recv == _QUEUE and node.args:
             v = self.eval(node.args[0])
             if v.kind == GRAPH:
-                self.report(node, f"{short(func)}({short(node.args[0])}) sends a tensor on the autograd graph "
-                            f"({origin_text(v)}) to another process: 'Cowardly refusing to serialize non-leaf "
-                            "tensor which requires_grad' (a Queue's reader then waits forever); put .detach() on it")
+                self.report(node, messages.sent(
+                    f"{short(func)}({short(node.args[0])})", f"sends {messages.GRAPH_TENSOR}", v.origin, "'Cowardly refusing to serialize non-leaf tensor which requires_grad' (a Queue's reader "
+                    "then waits forever)", "put .detach() on it", to="to another process"))
             return NOTHING
         spawned = qual in _SPAWNERS or (
             attr == "Process" and (recv in (f"{_CTX}spawn>", f"{_CTX}forkserver>"))
@@ -150,9 +151,9 @@ class _Boundary(Evaluator):
             if args is not None:
                 v = self.eval(args)
                 if v.kind == GRAPH:
-                    self.report(node, f"{short(func)}(..., args={short(args)}) sends a tensor on the autograd graph "
-                                f"({origin_text(v)}) to a spawned process: start() raises 'Cowardly refusing to "
-                                "serialize non-leaf tensor which requires_grad'; pass .detach()ed tensors")
+                    self.report(node, messages.sent(
+                        f"{short(func)}(..., args={short(args)})", f"sends {messages.GRAPH_TENSOR}", v.origin, "start() raises 'Cowardly refusing to serialize non-leaf tensor which requires_grad'",
+                        "pass .detach()ed tensors", to="to a spawned process"))
             return NOTHING
         return super().eval_Call(node)
 
@@ -183,7 +184,8 @@ def check(tree: ast.Module, imports: ImportMap, module_classes: set[str], source
         if id(node) not in seen:
             seen.add(id(node))
             f = finding("GLF301", node, message)
-            f.witness = witness.simple(message.split(":", 1)[0], "computation", node,
+            # the source: what the call sends, from where (the message's first clause, without "will fail: it")
+            f.witness = witness.simple(message.split("; ", 1)[0].replace(" will fail: it ", " ", 1), "computation", node,
                                        reached="this call", kept="it is what the call sends",
                                        copied="the other process gets a pickled copy, made by the same protocol as deepcopy")
             out.append(f)

@@ -17,7 +17,7 @@ import ast
 from ..findings import Finding
 from ..program.imports import ImportMap
 from ..program.stmtwalk import own_nodes, scopes_with_classes, walk
-from .. import witness
+from .. import messages, witness
 from . import finding
 
 RULES = {"GLF103": "torch.nn.utils.prune leaves a non-leaf weight until prune.remove"}
@@ -118,9 +118,10 @@ def check(tree: ast.Module, imports: ImportMap) -> list[Finding]:
             out.append(_pruned(node, what, cls,
                 finding(
                     "GLF103", node,
-                    f"torch.nn.utils.prune.{name} makes {what} a non-leaf tensor (orig * mask) until "
-                    "prune.remove(); copy.deepcopy of the model raises in between: call prune.remove() "
-                    "before copying, or copy with state_dict()",
+                    messages.store(f"torch.nn.utils.prune.{name}", f"makes {what}", "orig * mask",
+                                   messages.copy_clause("copy.deepcopy of the model", when="in between"),
+                                   "call prune.remove() before copying, or copy with state_dict()",
+                                   by="until prune.remove()", tensor="a non-leaf tensor"),
                     attribute=what,
                     class_name=cls.name if cls is not None else None,
                 )
