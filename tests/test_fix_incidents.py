@@ -48,6 +48,7 @@ def test_process_boundary_incident_runs_after_the_fix(tmp_path, name, unsafe, fa
     ("trainer_wrapper", "GLF001 fixed: add Trainer.__getstate__"),   # a plain trainer's last loss
     ("ema_helper", "GLF002 fixed: add EMA.__getstate__"),             # EMA shadows updated with grad on
     ("beam_search", "GLF001 fixed: add Hypothesis.__getstate__"),     # a hypothesis deep-copying itself
+    ("hook_closure", "GLF003 fixed: add Net.__getstate__"),           # a hook's closure dict the model holds
 ])
 def test_copy_graph_incident_runs_after_the_safe_fix(tmp_path, name, fixed):
     """The copy graph's findings get the copy-safe fix (the holder's class gets a __getstate__

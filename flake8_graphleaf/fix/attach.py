@@ -120,7 +120,9 @@ def _holder(f: Finding, ctx: Context) -> str | None:
     if f.class_name in ctx.classes and on_self(f, ctx.classes):
         return f.class_name
     holder = f.data.get("holder_class")
-    return holder if holder in ctx.classes and _PLAIN_STORE.fullmatch(f.attribute or "") else None
+    if holder not in ctx.classes:
+        return None
+    return holder if f.data.get("holder_attr") or _PLAIN_STORE.fullmatch(f.attribute or "") else None
 
 
 _PLAIN_STORE = re.compile(r"[A-Za-z_]\w*\.[A-Za-z_]\w*(\[\.\.\.\])?")
@@ -149,7 +151,9 @@ def _choose_store_fix(f: Finding, ctx: Context, code: str):
     """A Fix, None, or ("copysafe", name, fallback Fix | None) for a store finding."""
     holder = _holder(f, ctx)
     info = ctx.classes.get(holder or f.class_name or "")
-    name = stored_name(f, info.node if info is not None else ctx.tree)
+    # the attribute of the holder the store is reached through (a closure's dict the model holds)
+    name = (f.data.get("holder_attr") if holder is not None and holder != f.class_name else None) \
+        or stored_name(f, info.node if info is not None else ctx.tree)
     mine = holder is not None
     if code == "GLF003":
         candidates = [hook_detach(f, ctx)]

@@ -66,8 +66,11 @@ def covered_by_copy(info) -> frozenset | None:
 def reach_paths(program, types, flatten) -> list:
     """[(kept, attribute path)] for the graph tensors kept where a deep copy of objects of
     ``types`` goes, each by the shortest way from the copied object (``flatten``: the heap's atoms
-    of a set of types)."""
-    todo = deque((atom, ()) for atom in sorted(flatten(types), key=repr))  # sorted: the same path in every process
+    of a set of types).  Records, for each, the object nearest to it on that way and the attribute
+    of that object it is reached through (``program.owners``: a hook's closure dict that the model
+    holds as ``model.activations`` is the model's ``activations``), which is the class whose copies
+    the copy-safe fix changes."""
+    todo = deque((atom, (), None) for atom in sorted(flatten(types), key=repr))  # sorted: the same path in every process
     seen: set = set()
     out: list = []
     kept_by: dict = {}
@@ -77,15 +80,15 @@ def reach_paths(program, types, flatten) -> list:
     for (holder, attr), held in program.held.items():
         held_by.setdefault(holder, []).append((attr, held))
     while todo:
-        atom, steps = todo.popleft()
+        atom, steps, owner = todo.popleft()
         if atom in seen or atom[0] not in ("obj", "alloc", "bound", "partial"):
             continue
         seen.add(atom)
         if atom[0] == "bound":
-            todo.append((atom[3], steps + ("__self__",)))  # deepcopy of a bound method copies its __self__
+            todo.append((atom[3], steps + ("__self__",), None))  # deepcopy of a bound method copies its __self__
             continue
         if atom[0] == "partial":
-            todo += [(a, steps) for a in sorted(flatten(program.partials[atom[1]][2]), key=repr)]
+            todo += [(a, steps, None) for a in sorted(flatten(program.partials[atom[1]][2]), key=repr)]
             continue
         covered = covered_by_copy(program.class_info(atom[1])) if atom[0] == "obj" else frozenset()
         if covered is None:
@@ -93,9 +96,13 @@ def reach_paths(program, types, flatten) -> list:
         for attr, kept in kept_by.get(atom, ()):
             if attr in covered:
                 program.covered.add((kept.path, kept.node.lineno))
-            else:
-                out.append((kept, steps + (attr,)))
+                continue
+            out.append((kept, steps + (attr,)))
+            by = (atom[1], attr) if atom[0] == "obj" else owner
+            if by is not None:
+                program.owners.setdefault((kept.path, kept.node.lineno, kept.node.col_offset), by)
         for attr, held in held_by.get(atom, ()):
             if attr not in covered:
-                todo += [(a, steps + (attr,)) for a in sorted(held, key=repr)]
+                by = (atom[1], attr) if atom[0] == "obj" else owner
+                todo += [(a, steps + (attr,), by) for a in sorted(held, key=repr)]
     return sorted(out, key=lambda kp: (kp[0].path, kp[0].node.lineno, kp[0].node.col_offset))

@@ -171,6 +171,8 @@ class Program:
         # stores of graph tensors a copy met and did not take, because the holder's __getstate__
         # detaches or drops them: (path, line)
         self.covered: set[tuple] = set()
+        # each store a copy reached -> (class key, attribute) of the object nearest to it on the way
+        self.owners: dict[tuple, tuple] = {}
 
     def set_mode(self, atoms, mode: bool | None) -> None:
         """``.train(mode)`` / ``.eval()`` on the objects ``atoms``: on them and on the modules
@@ -257,7 +259,7 @@ class Program:
         light = Program(self.current, self.path)
         light.sinks, light.judged = self.sinks, self.judged
         light.cleared, light.survived = self.cleared, self.survived
-        light.covered = self.covered
+        light.covered, light.owners = self.covered, self.owners
         return light
 
     def settle_root(self) -> None:

@@ -344,7 +344,26 @@ def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
         site.witness = _witness(first, sink, here)
         out.append(site)
         _stores(sink, here, taken, stores, module, classes)
+    _owners(programs, here, classes, list(stores.values()) + list(taken.values()))
     return out + list(stores.values()), judged, cleared, covered, copies
+
+
+def _owners(programs: list, here: str, classes: dict, findings: list[Finding]) -> None:
+    """A store into something a copy reaches through an object of a class of this file (a hook's
+    closure dict that the model holds as ``model.activations``) names that class and attribute:
+    the copy-safe fix gives the class a ``__getstate__`` for it (``holder_class``, ``holder_attr``)."""
+    owners: dict[tuple, tuple] = {}
+    for p in programs:
+        for (path, line, col), by in getattr(p, "owners", {}).items():
+            if path == here:
+                owners.setdefault((line, col), by)
+    for f in findings:
+        by = owners.get((f.line, f.col))
+        if by is None or f.data.get("holder_class"):
+            continue
+        where, _, name = by[0].rpartition("::")
+        if where == here and name in classes:
+            f.data["holder_class"], f.data["holder_attr"] = name, by[1]
 
 
 def _covered(programs: list, here: str) -> set[int]:
