@@ -1,0 +1,5 @@
+from torch.optim.swa_utils import AveragedModel
+
+
+def start_weight_averaging(model):
+    return AveragedModel(model)

@@ -1,0 +1,12 @@
+import copy
+
+import torch
+
+from posterior import Posterior
+
+torch.manual_seed(0)
+net = torch.nn.Sequential(torch.nn.Linear(2, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1))
+post = Posterior(net, torch.randn(5, 2))
+print("mean:", post.mean.shape)
+frozen = copy.deepcopy(post)
+print("samples:", frozen.sample(3).shape)
