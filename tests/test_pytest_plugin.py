@@ -120,7 +120,14 @@ def test_json_report(pytester):
     assert trainer["how"] == "stored" and trainer["when"] == "when the copy raised" and trainer["more"] == 2
 
 
-def test_strict_fails_the_tests_that_leave_a_tensor(pytester):
+@pytest.mark.parametrize("ci", [False, True], ids=["local", "ci"])
+def test_strict_fails_the_tests_that_leave_a_tensor(pytester, monkeypatch, ci):
+    # on CI pytest's short summary prints a failure's whole message: the headline only, there
+    if ci:
+        monkeypatch.setenv("CI", "true")
+    else:
+        monkeypatch.delenv("CI", raising=False)
+        monkeypatch.delenv("BUILD_NUMBER", raising=False)
     suite(pytester, "leaky")
     result = run(pytester, "--graphleaf", "--graphleaf-strict", *LEAKY_TESTS)
     result.assert_outcomes(passed=1, failed=5)  # test_ignored.py passes: it is not checked

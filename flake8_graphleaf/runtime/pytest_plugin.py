@@ -73,6 +73,25 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(plugin, "graphleaf-checker")
 
 
+class StrictFailure:
+    """A strict failure's report: the headline and its findings in the failure, the headline alone
+    where pytest repeats a failure's message (the short summary, which prints the whole message on
+    CI; JUnit's ``message``), so that each finding is printed once."""
+
+    def __init__(self, headline: str, lines: list[str], path: str):
+        from types import SimpleNamespace
+
+        self.text = headline + ":\n" + "\n".join(lines)
+        self.reprcrash = SimpleNamespace(message=headline, path=path, lineno=None)
+
+    def toterminal(self, tw) -> None:
+        for line in self.text.splitlines():
+            tw.line(line)
+
+    def __str__(self) -> str:
+        return self.text
+
+
 class GraphleafPlugin:
     """The per-session state of ``pytest --graphleaf``."""
 
@@ -135,10 +154,10 @@ class GraphleafPlugin:
         report.graphleaf = [f.as_json() for f in findings]  # travels with the report (pytest-xdist too)
         if self.strict and report.passed:  # the failure lists them: once per test
             report.outcome = "failed"
-            report.longrepr = (
+            report.longrepr = StrictFailure(
                 f"graphleaf (strict): this test left {len(findings)} tensor{'s' if len(findings) != 1 else ''} "
                 "on the autograd graph where copy.deepcopy or a process boundary meets "
-                f"{'them' if len(findings) != 1 else 'it'}:\n" + "\n".join(lines))
+                f"{'them' if len(findings) != 1 else 'it'}", lines, report.location[0])
         else:
             report.sections.append(("graphleaf", "\n".join(lines)))
 
