@@ -249,12 +249,16 @@ def _every_entry(node) -> bool:
 
 
 def _add_method(ctx, info, class_name: str, names: list[str]):
+    return _add_code(ctx, info, class_name, new_method(ctx, info, names))
+
+
+def _add_code(ctx, info, class_name: str, code: str):
+    """The class with the method ``code`` (written with 4-space indents) added at its end."""
     import libcst as cst
 
     module, _ = parse(ctx)
     target = find(ctx, cst.ClassDef, info.node.lineno, None, lambda c: c.name.value == class_name)
-    method = cst.parse_statement(_reindent(new_method(ctx, info, names), indent_unit(ctx)),
-                                 config=module.config_for_parsing)
+    method = cst.parse_statement(_reindent(code, indent_unit(ctx)), config=module.config_for_parsing)
     method = method.with_changes(leading_lines=[cst.EmptyLine(indent=False)])
     body = target.body
     return replace(ctx, target, target.with_changes(body=body.with_changes(body=list(body.body) + [method])))
@@ -345,15 +349,7 @@ def _small_method(ctx, info, entries: list[tuple[str, str]]) -> str:
 
 
 def _add_small(ctx, info, class_name: str, entries):
-    import libcst as cst
-
-    module, _ = parse(ctx)
-    target = find(ctx, cst.ClassDef, info.node.lineno, None, lambda c: c.name.value == class_name)
-    method = cst.parse_statement(_reindent(_small_method(ctx, info, entries), indent_unit(ctx)),
-                                 config=module.config_for_parsing)
-    method = method.with_changes(leading_lines=[cst.EmptyLine(indent=False)])
-    body = target.body
-    return replace(ctx, target, target.with_changes(body=body.with_changes(body=list(body.body) + [method])))
+    return _add_code(ctx, info, class_name, _small_method(ctx, info, entries))
 
 
 def _is_small(getstate: ast.FunctionDef) -> bool:
