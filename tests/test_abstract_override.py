@@ -57,6 +57,7 @@ def test_with_only_the_detached_subclass_nothing_is_reported(tmp_path):
     assert ran.returncode == 0 and ran.stdout.startswith("copied True"), ran.stderr
 
 
+@pytest.mark.slow
 def test_the_copy_raises_and_the_fix_keeps_the_numbers(tmp_path):
     pytest.importorskip("torch")
     shutil.copytree(FIXTURE, tmp_path / "p")

@@ -84,6 +84,7 @@ def test_a_mode_set_by_train_false_counts_as_eval(tmp_path):
     assert _check(cwd) == ["./gp/kernels.py:27:13: GLF001", "./gp/models.py:21:15: GLF202"]
 
 
+@pytest.mark.slow
 def test_the_copy_raises_and_the_fix_keeps_the_numbers(tmp_path):
     pytest.importorskip("torch")
     shutil.copytree(FIXTURE, tmp_path / "p")

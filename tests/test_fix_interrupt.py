@@ -13,7 +13,8 @@ import pytest
 
 from test_cli import BUGGY, graphleaf_cmd
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child is POSIX")
+pytestmark = [pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child is POSIX"),
+              pytest.mark.slow]  # processes interrupted mid-fix: end to end, about a minute
 
 
 def _many_classes(n: int) -> str:

@@ -34,6 +34,7 @@ print("copied", [name for name, _ in model.named_parameters()])
 '''
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("moved", [True, False])
 def test_a_new_parameter_moved_to_a_device(tmp_path, moved):
     path = tmp_path / "dist.py"

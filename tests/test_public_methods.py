@@ -68,6 +68,7 @@ def _episode(cwd: Path, which: str = "") -> tuple[bool, str]:
     return lines[0].startswith("copied True"), lines[-1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("which", ["", "relation"])
 def test_the_episode_breaks_the_copy_and_the_fix_keeps_loss_and_gradients(tmp_path, which):
     pytest.importorskip("torch")

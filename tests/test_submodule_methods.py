@@ -63,6 +63,7 @@ def test_with_the_training_script_the_copy_graph_names_the_copy(tmp_path):
     assert "copy.deepcopy(model) at train.py:18 will raise (it reaches it as model.weight_sampler.sigma)" in r.stdout, r.stdout
 
 
+@pytest.mark.slow
 def test_the_fix_keeps_the_numbers_and_the_copy_works(tmp_path):
     pytest.importorskip("torch")
     shutil.copytree(FIXTURE, tmp_path / "p")
