@@ -60,6 +60,10 @@ def attach_fixes(tree: ast.Module, text: Text, findings: list[Finding], classes:
             continue
         try:
             code = f.data.get("code_if_resolved", f.code)
+            if f.data.get("kind") == "made" or f.data.get("local"):
+                # where a kept or sent tensor was made: the fix is the store's or the send's
+                f.data.setdefault("no_fix", "fixed where it is stored or sent")
+                continue
             if f.data.get("kind") == "helper":
                 local = _helper_here(f, ctx)
                 if local is not None:  # the helper's class is in this file: it gets the copy-safe state
@@ -102,8 +106,8 @@ def attach_fixes(tree: ast.Module, text: Text, findings: list[Finding], classes:
                 f.data["no_fix"] = f"copy-safe fix not possible: {exc}"
             continue
         quoted = described(names)
-        verb = "add" if how == "add" else "extend"
-        fix = Fix(SAFE, f"{verb} {class_name}.__getstate__ so that copies (copy.deepcopy, pickle, torch.save) get "
+        verb, _, method = how.partition(":")  # "extend:__reduce__": the class's own copy method is extended
+        fix = Fix(SAFE, f"{verb} {class_name}.{method or '__getstate__'} so that copies (copy.deepcopy, pickle, torch.save) get "
                         f"detached values of {quoted}; the live object keeps its graph tensors, so nothing the "
                         "program computes changes", build=_built_later(build))
         kept = [f.data["kept_attached"] for f, _, _ in items if f.data.get("kept_attached")]

@@ -187,10 +187,10 @@ def copysafe_edit(ctx, class_name: str, names: list[str], shapes: dict[str, str]
     if any(isinstance(s, (ast.Assign, ast.AnnAssign)) and any(isinstance(t, ast.Name) and t.id == "__slots__"
            for t in (s.targets if isinstance(s, ast.Assign) else [s.target])) for s in node.body):
         raise NoFix(f"class '{class_name}' has __slots__")
-    own = {s.name for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    for other in ("__reduce__", "__reduce_ex__", "__deepcopy__"):
+    own = {s.name: s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    for other in ("__reduce_ex__", "__reduce__", "__deepcopy__"):
         if other in own:
-            raise NoFix(f"class '{class_name}' defines {other}, which copies use instead of __getstate__")
+            return f"extend:{other}", _protocol_fix(ctx, class_name, own[other], list(names), shapes or {})
     names = list(names)
     small = _small_entries(ctx, info, names, shapes or {})
     if ALL in names:
@@ -241,6 +241,69 @@ def copysafe_edit(ctx, class_name: str, names: list[str], shapes: dict[str, str]
         raise NoFix(f"'{class_name}.__getstate__' is not one the fixer can extend (it should build "
                     "`state` from self.__dict__ or super().__getstate__() and end with `return state`)")
     return "extend", lambda: _extend_theirs(ctx, getstate, last, names)
+
+
+def _handed_over(method: ast.FunctionDef, names: list[str]) -> list[ast.Attribute]:
+    """The ``self.<name>`` reads that a ``__reduce__`` returns or a ``__deepcopy__`` deep-copies, as
+    they are (``(Prediction, (self.inputs, self.values))``, ``copy.deepcopy(self.state, memo)``)."""
+    me = method.args.args[0].arg if method.args.args else "self"
+    if method.name == "__deepcopy__":
+        roots = [c.args[0] for c in ast.walk(method) if isinstance(c, ast.Call) and c.args and (
+            (isinstance(c.func, ast.Attribute) and c.func.attr == "deepcopy")
+            or (isinstance(c.func, ast.Name) and c.func.id == "deepcopy"))]
+    else:
+        roots = [e for r in ast.walk(method) if isinstance(r, ast.Return) and isinstance(r.value, ast.Tuple)
+                 for e in r.value.elts[1:]]
+    out, todo = [], list(roots)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == me:
+            if n.attr in names or ALL in names:
+                out.append(n)
+        elif isinstance(n, (ast.Tuple, ast.List, ast.Set)):
+            todo += n.elts
+        elif isinstance(n, ast.Dict):
+            todo += [v for v in n.values if v is not None]
+        elif isinstance(n, ast.Starred):
+            todo.append(n.value)
+    return out
+
+
+def _protocol_fix(ctx, class_name: str, method: ast.FunctionDef, names: list[str], shapes: dict):
+    """A class whose own ``__reduce__`` / ``__deepcopy__`` decides what a copy gets: that method is
+    extended, not bypassed: what it hands the copy of each named attribute goes through
+    ``detached()`` (the generic walker), so copies get detached values and the object keeps its
+    graph tensors. Raises NoFix where it hands over none of them as they are."""
+    reads = _handed_over(method, names)
+    if not reads:
+        raise NoFix(f"'{class_name}.{method.name}' does not hand the attribute over as it is")
+    if "detached" in {x.id for x in ast.walk(method) if isinstance(x, ast.Name)}:
+        raise Covered("already covered")
+
+    def build():
+        import libcst as cst
+
+        module, _ = parse(ctx)
+        torch, prelude = _torch_prelude(ctx)
+        fdef = find(ctx, cst.FunctionDef, method.lineno, None, lambda f: f.name.value == method.name)
+        targets = [find(ctx, cst.Attribute, r.lineno, ctx.text.char_col(r.lineno, r.col_offset)) for r in reads]
+
+        class Wrap(cst.CSTTransformer):
+            def leave_Attribute(self, original, updated):
+                if any(original is t for t in targets):
+                    return cst.Call(func=cst.Name("detached"), args=[cst.Arg(updated)])
+                return updated
+
+        new = fdef.visit(Wrap())
+        small = all(shapes.get(r.attr) == "tensor" for r in reads)  # one tensor each: the two-line helper
+        helper = prelude + (_SMALL_HELPER if small else _HELPER).format(torch=torch)
+        stmts = cst.parse_module(_reindent(helper, indent_unit(ctx)), config=module.config_for_parsing).body
+        body = list(new.body.body)
+        at = 1 if body and isinstance(body[0], cst.SimpleStatementLine) and isinstance(
+            body[0].body[0], cst.Expr) and isinstance(body[0].body[0].value, cst.SimpleString) else 0
+        new = new.with_changes(body=new.body.with_changes(body=body[:at] + list(stmts) + body[at:]))
+        return replace(ctx, fdef, new)
+    return build
 
 
 def _every_entry(node) -> bool:

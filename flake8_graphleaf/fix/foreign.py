@@ -66,8 +66,8 @@ def fix_classes(source: str, filename: str, wanted: dict[str, list[str]], option
         except (NoFix, ValueError, AttributeError, IndexError, KeyError):
             continue
         edits.append(edit)
-        verb = "add" if how == "add" else "extend"
-        done[cls] = (f"{verb} {cls}.__getstate__ in {os.path.basename(filename)} so that copies (copy.deepcopy, pickle, "
+        verb, _, method = how.partition(":")
+        done[cls] = (f"{verb} {cls}.{method or '__getstate__'} in {os.path.basename(filename)} so that copies (copy.deepcopy, pickle, "
                      f"torch.save) get detached values of {described(names)}; the live object keeps its graph "
                      "tensors, so nothing the program computes changes")
     if not edits:

@@ -454,6 +454,12 @@ def is_property(func: ast.FunctionDef) -> bool:
     return False
 
 
+def is_cached_property(func: ast.FunctionDef) -> bool:
+    """``@functools.cached_property``: the first read stores the result on the object."""
+    return any((d.attr if isinstance(d, ast.Attribute) else getattr(d, "id", "")) == "cached_property"
+               for d in func.decorator_list)
+
+
 def _moves_new_parameter(node: ast.Call, imports) -> bool:
     """``nn.Parameter(...).to(device)`` / ``.to(device=...)`` with a device that is not a literal
     CPU: a parameter made and moved in one expression."""

@@ -23,7 +23,7 @@ import ast
 from collections import deque
 
 from ..program.copysafe_state import ALL, BUFFERS, covered_attributes, getstate_of
-from ..program.helper_objects import copies_itself
+from ..program.helper_objects import binds_own_copy, copies_itself
 
 _STARTS = {
     "self.__dict__.copy()", "dict(self.__dict__)", "copy.copy(self.__dict__)", "{**self.__dict__}",
@@ -45,11 +45,88 @@ def _state_from_dict(getstate: ast.FunctionDef) -> bool:
     return False
 
 
+class Only(frozenset):
+    """The attribute names a copy reaches, where the class's own copy method names them (what its
+    ``__deepcopy__`` deep-copies, what its ``__reduce__`` returns): every other one is not reached."""
+
+
+def covers(covered, attr: str) -> bool:
+    """Does a copy leave ``attr`` out, by the class's protocol (:func:`covered_by_copy`)?"""
+    return attr not in covered if isinstance(covered, Only) else attr in covered
+
+
+def _self_reads(nodes, me: str) -> set[str] | None:
+    """The attributes of ``me`` that ``nodes`` hand over as they are (``self.state``, or inside a
+    tuple, list or dict display); None where the whole instance is (``self.__dict__``,
+    ``vars(self)``, ``self`` itself). What is computed from an attribute (``self.state.detach()``)
+    is a new value, not the attribute."""
+    out: set[str] = set()
+    for top in nodes:
+        for n in ast.walk(top):
+            if (isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == me
+                    and n.attr == "__dict__") or (isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                                                  and n.func.id == "vars"):
+                return None
+    todo = list(nodes)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == me:
+            out.add(n.attr)
+        elif isinstance(n, ast.Name) and n.id == me:
+            return None
+        elif isinstance(n, (ast.Tuple, ast.List, ast.Set)):
+            todo += n.elts
+        elif isinstance(n, ast.Dict):
+            todo += [v for v in n.values if v is not None]
+        elif isinstance(n, ast.Starred):
+            todo.append(n.value)
+    return out
+
+
+def _protocol_reach(info) -> "Only | None":
+    """What a copy reaches through the class's own ``__deepcopy__`` (the attributes it passes to a
+    deep copy: ``new.state = copy.deepcopy(self.state, memo)``; what it hands over uncopied is
+    shared, not copied) or ``__reduce__`` / ``__reduce_ex__`` (the attributes in what it returns:
+    ``copy.deepcopy`` deep-copies the arguments and state a reduce returns). None where the method
+    is of another form (it calls its base's, returns what it does not build here) and the heap
+    does not follow."""
+    methods = info.facts.methods
+    for name in ("__reduce_ex__", "__reduce__"):
+        method = methods.get(name)
+        if method is not None and method.args.args:
+            me = method.args.args[0].arg
+            returns = [n.value for n in ast.walk(method) if isinstance(n, ast.Return) and n.value is not None]
+            if not returns or not all(isinstance(r, ast.Tuple) for r in returns):
+                return None
+            if any(isinstance(n, ast.Attribute) and n.attr in ("__reduce__", "__reduce_ex__")
+                   for n in ast.walk(method)):
+                return None  # the base's reduce: the whole instance
+            found = _self_reads([e for r in returns for e in r.elts[1:]], me)
+            return Only(found) if found is not None else frozenset()  # the instance's __dict__: all of it
+    method = methods.get("__deepcopy__")
+    if method is not None and method.args.args:
+        me = method.args.args[0].arg
+        copied = [n for n in ast.walk(method) if isinstance(n, ast.Call) and (
+            (isinstance(n.func, ast.Attribute) and n.func.attr == "deepcopy")
+            or (isinstance(n.func, ast.Name) and n.func.id == "deepcopy"))]
+        if any(isinstance(n, ast.Attribute) and n.attr == "__deepcopy__" for n in ast.walk(method)):
+            return None  # a base's __deepcopy__ runs too
+        if any(isinstance(a, ast.Name) and a.id == me for c in copied for a in c.args):
+            return None
+        found = _self_reads([a for c in copied for a in c.args[:1]], me)
+        return Only(found) if found is not None else frozenset()
+    return None
+
+
 def covered_by_copy(info) -> frozenset | None:
     """The attribute names a copy of the class's objects does not reach (empty: it copies every
-    attribute), or None when the class's own copy protocol decides and the heap does not follow."""
+    attribute; an :class:`Only`: it reaches those alone), or None when the class's own copy
+    protocol decides and the heap does not follow."""
     if info is None or not copies_itself(info):
         return frozenset()
+    if not binds_own_copy(info) and any(name in info.facts.methods for name in ("__deepcopy__", "__reduce__",
+                                                                               "__reduce_ex__")):
+        return _protocol_reach(info)
     getstate = getstate_of(info.node)
     if getstate is None or any(isinstance(s, ast.FunctionDef) and s.name in ("__deepcopy__", "__reduce__",
                                                                               "__reduce_ex__")
@@ -94,7 +171,7 @@ def reach_paths(program, types, flatten) -> list:
         if covered is None:
             continue  # its own copy protocol decides what a copy holds
         for attr, kept in kept_by.get(atom, ()):
-            if attr in covered:
+            if covers(covered, attr):
                 program.covered.add((kept.path, kept.node.lineno))
                 continue
             out.append((kept, steps + (attr,)))
@@ -102,7 +179,7 @@ def reach_paths(program, types, flatten) -> list:
             if by is not None:
                 program.owners.setdefault((kept.path, kept.node.lineno, kept.node.col_offset), by)
         for attr, held in held_by.get(atom, ()):
-            if attr not in covered:
+            if not covers(covered, attr):
                 by = (atom[1], attr) if atom[0] == "obj" else owner
                 todo += [(a, steps + (attr,), by) for a in sorted(held, key=repr)]
     return sorted(out, key=lambda kp: (kp[0].path, kp[0].node.lineno, kp[0].node.col_offset))

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 from .. import messages
 from . import copy_protocol
-from .calls import is_property
+from .calls import is_cached_property, is_property
 from .flow import CONTAINER_MUTATORS, Store, Walker, target_root
 from ..program.grad_mode import function_grad_mode
 from .graph_tensors import ARG, GRAPH, LEAF, MODULE, NOTHING, Evaluator, Value, join
@@ -43,6 +43,7 @@ from ..values import short
 from ..program.helper_objects import file_classes
 from .scopes import _explicit_enable, bind, self_name, settle_flags
 from ..facts.sinks import COPIER_NAMES as _COPIER_NAMES, COPIERS as _COPIERS, LOADERS as _LOADERS, QUEUES as _QUEUES
+from ..facts.sinks import POOL_EXECUTORS as _POOL_EXECUTORS, POOL_SENDS as _POOL_SENDS, POOLS as _POOLS
 from ..facts.sinks import SPAWNERS as _SPAWNERS, TENSOR_DATASETS as _TENSOR_DATASETS, is_mp as _mp, with_workers
 from ..program.stmtwalk import tree_statements, walk
 
@@ -51,7 +52,7 @@ MAX_DEPTH = 6
 
 # Atoms: what a name or an attribute may hold, besides its Value.
 #   ("obj", key)                 an object of a class of the program (key: "path::Name", see class_key)
-#   ("alloc", path, line, col)   a dict / list / set made there
+#   ("alloc", path, line, col)   a dict / list / set made there (("module",) after it: a torch module)
 #   ("queue",)                   a multiprocessing queue
 #   ("fn", key)                  a function or closure of the program (Program.functions[key])
 #   ("bound", qualname, method, holder atom)  a bound method (``self._hook``)
@@ -61,6 +62,7 @@ Types = frozenset
 
 EMPTY: frozenset = frozenset()
 QUEUE = ("queue",)
+POOL = ("pool",)  # a process pool: what its map / apply / submit are given is pickled to a worker
 MP_CONTEXT = ("mp-context",)  # multiprocessing.get_context(...): its Queue() / Process() are the real ones
 
 _PROCESSES = ("Process",)
@@ -96,11 +98,14 @@ class Kept:
     method: str = ""  # the function that stored it
     root: str = ""  # the name the target starts from
     on_self: bool = False  # stored by a method of the holder's class on its own object
+    # where the stored tensor was made, when the storing code only keeps what a caller gave it
+    # (``self.values = values`` in a constructor): (path, the expression or statement that made it there)
+    made: tuple | None = None
 
 
 @dataclass
 class Sink:
-    kind: str  # "copy", "loader", "queue", "process"
+    kind: str  # "copy", "loader", "queue", "pool", "process"
     node: ast.Call
     what: str  # copy.deepcopy(trainer), DataLoader(ds, ...), queue.put(out)
     kept: list[Kept]
@@ -173,6 +178,9 @@ class Program:
         self.covered: set[tuple] = set()
         # each store a copy reached -> (class key, attribute) of the object nearest to it on the way
         self.owners: dict[tuple, tuple] = {}
+        # the functions re-entrant checkpoints ran under no_grad in forward, which the next
+        # backward() runs again with grad on: (frame, callee, arguments...)
+        self.recompute: list = []
 
     def set_mode(self, atoms, mode: bool | None) -> None:
         """``.train(mode)`` / ``.eval()`` on the objects ``atoms``: on them and on the modules
@@ -303,7 +311,7 @@ class Program:
                 root = target.split(".", 1)[0].split("[", 1)[0]
                 self.kept[key] = Kept(atom, attr, code, node, stmt, value, frame.ctx.path, frame.reached(), target,
                                       frame.func.name if frame.func is not None else "", root,
-                                      atom == frame.self_atom and root == frame.self_name)
+                                      atom == frame.self_atom and root == frame.self_name, _given_to(frame, stmt, value))
             elif direct:
                 taken = self.kept.get(key)
                 root = target.split(".", 1)[0].split("[", 1)[0]
@@ -315,6 +323,37 @@ class Program:
                     # a reset is another statement: the storing line run again with grad off
                     # (an eval pass whose `if self.training:` the run does not decide) is not one
                     self._took(taken, frame.ctx.path, node)
+
+    def backward(self) -> None:
+        """A backward pass: re-entrant checkpoints recompute their functions with grad on."""
+        pending, self.recompute = self.recompute, []
+        for frame, callee, pos, kw, pos_types, kw_types in pending:
+            saved, frame.grad = frame.grad, True
+            try:
+                frame.call_atom(callee, pos, kw, pos_types, kw_types)
+            finally:
+                frame.grad = saved
+
+    def copy_object(self, atom: tuple, site: tuple, memo: dict) -> tuple:
+        """The object a deep copy at ``site`` makes of ``atom``: one more object of its class (or
+        container) holding copies of what the original holds, so that what the program stores on
+        the copy is not on the original (the graph tensors the original keeps are not copied: the
+        copy would have raised)."""
+        if atom[0] not in ("obj", "alloc") or site in atom:
+            return atom
+        if atom in memo:
+            return memo[atom]
+        twin = memo[atom] = (*atom[:2], site) if atom[0] == "obj" else (
+            *atom[:4], site, *(("module",) if "module" in atom[4:] else ()))
+        for (holder, attr), held in list(self.held.items()):
+            if holder == atom:
+                self.held[(twin, attr)] = frozenset(self.copy_object(a, site, memo) for a in held)
+        for (holder, attr), value in list(self.values.items()):
+            if holder == atom:
+                self.values[(twin, attr)] = value
+        if atom in self.modes:
+            self.modes[twin] = self.modes[atom]
+        return twin
 
     def clear(self, holders, attr: str, frame: "Frame | None" = None, node: ast.AST | None = None) -> None:
         for atom in holders:
@@ -446,9 +485,9 @@ class Frame(Evaluator):
         while f is not None:
             if name in f.types:
                 return f.types[name]
+            if name == f.self_name and f.self_atom is not None:
+                return frozenset({f.self_atom})  # a closure's self: the object of the method that made it
             f = f.closure
-        if name == self.self_name and self.self_atom is not None:
-            return frozenset({self.self_atom})
         module = getattr(self.program, "module_frame", None)
         if module is not None and module is not self and self.ctx.path == self.program.path and name in module.types:
             return module.types[name]
@@ -488,6 +527,8 @@ class Frame(Evaluator):
         if isinstance(node, ast.Call):
             return self.call_types.get(id(node), EMPTY)
         if isinstance(node, ast.Subscript):
+            if isinstance(node.slice, ast.Slice):
+                return flatten(self.types_of(node.value))  # a slice: a container of the same items
             out = set()
             for atom in flatten(self.types_of(node.value)):
                 if atom[0] == "alloc":
@@ -507,9 +548,25 @@ class Frame(Evaluator):
             return frozenset().union(*(self.types_of(v) for v in node.values))
         if isinstance(node, ast.NamedExpr):
             return self.types_of(node.value)
-        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
-            return flatten(self.types_of(node.elt))
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            return self._comprehension_types(node)
         return EMPTY
+
+    def _comprehension_types(self, node) -> frozenset:
+        """A comprehension over a container the run made (``{k: v for k, v in ctx.items() if ...}``)
+        holds that container's items: on the heap, the container itself stands for it."""
+        elt = node.value if isinstance(node, ast.DictComp) else node.elt
+        out = set(flatten(self.types_of(elt)))
+        names = {n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+        items = elt.elts if isinstance(elt, ast.Tuple) else [elt]
+        if any(isinstance(n, ast.Name) and n.id in names for n in items):  # the items themselves, not v.detach()
+            for g in node.generators:
+                it = g.iter
+                if (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and not it.args
+                        and it.func.attr in ("items", "values")):
+                    it = it.func.value
+                out |= {a for a in flatten(self.types_of(it)) if a[0] == "alloc"}
+        return frozenset(out)
 
     def _method_atom(self, atom, name: str) -> frozenset:
         info = self.program.class_info(atom[1])
@@ -545,8 +602,27 @@ class Frame(Evaluator):
             got, returned = self.call_atom(getter, [], {}, [], {})
             results.append(got)
             types |= returned
+            self._cache_property(getter, got, returned)
         self.read_types[id(node)] = frozenset(types)
         return join(*results)
+
+    def _cache_property(self, getter, got: Value, returned) -> None:
+        """A ``functools.cached_property``: the first read puts what the getter returns in the
+        object's ``__dict__`` under its name, where every copy of the object takes it (the store
+        is the getter's return)."""
+        _, key, name, atom = getter[:4]
+        program = self.program
+        info = program.class_info(key)
+        method = info.facts.methods.get(name) if info is not None else None
+        if method is None or not is_cached_property(method):
+            return
+        program.values.setdefault((atom, name), got)
+        program.held[(atom, name)] = program.held.get((atom, name), EMPTY) | returned
+        ret = next((n for n in reversed(list(walk(method))) if isinstance(n, ast.Return) and n.value is not None), None)
+        if got.kind == GRAPH and self.grad and ret is not None and (atom, name) not in program.kept:
+            program.kept[(atom, name)] = Kept(atom, name, "GLF001", ret.value, ret, got, program.classes[key][1].path,
+                                              f"{self.reached()} -> {key.rpartition('::')[2]}.{name} (cached_property)",
+                                              f"self.{name}", name, "self", True)
 
     # -- calls --------------------------------------------------------------------
     def _project_call(self, node, func, qual, pos, kw):
@@ -600,6 +676,20 @@ class Frame(Evaluator):
                                    and MP_CONTEXT in flatten(self.types_of(func.value))):
             self.call_types[id(node)] = frozenset({QUEUE})
             return NOTHING
+        if _mp(qual, _POOLS) or qual in _POOL_EXECUTORS or (attr in _POOLS and isinstance(func, ast.Attribute)
+                                                            and MP_CONTEXT in flatten(self.types_of(func.value))):
+            for a in node.args:
+                self.eval(a)
+            self.call_types[id(node)] = frozenset({POOL})
+            return NOTHING
+        if attr in _POOL_SENDS and node.args and POOL in flatten(self.types_of(func.value)):
+            # pool.starmap(f, [(q, bank) for q in queries]): the tasks' arguments are pickled to the
+            # workers, whatever the start method (the task queue is a pipe)
+            self.eval(node.args[0])
+            sent = join(*(self.eval(a) for a in node.args[1:]), *(self.eval(k.value) for k in node.keywords))
+            if sent.kind == GRAPH:
+                self.program.sinks.append(Sink("pool", node, f"{ast.unparse(func)}(...)", [], sent, self.ctx.path))
+            return NOTHING
         if attr in ("put", "put_nowait") and node.args and QUEUE in flatten(self.types_of(func.value)):
             value = self.eval(node.args[0])
             if value.kind == GRAPH:
@@ -621,6 +711,12 @@ class Frame(Evaluator):
             return NOTHING
         if qual in _LOADERS:
             return self._loader(node)
+        if qual in _CHECKPOINTS and node.args and self._callees(node.args[0]):
+            return self._checkpointed(node)
+        if (attr == "backward" or qual in ("torch.autograd.backward", "torch.autograd.grad")) and self.program.recompute:
+            result = super().eval_Call(node)
+            self.program.backward()
+            return result
         copier = _COPIERS.get(qual or "") or (
             (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) in _COPIER_NAMES and "copier")
         if copier and node.args:
@@ -646,6 +742,14 @@ class Frame(Evaluator):
                 if any(a[0] == "alloc" for a in flatten(types)):
                     self.program.held[(copy_atom, "[]")] = self.program.held.get((copy_atom, "[]"), EMPTY) | held
                     self.call_types[id(node)] = frozenset({copy_atom})
+                # a copy of an object of the program's classes is one more object of its class
+                # (a hypothesis extended from a copy of its parent), whose methods are the class's
+                # (one object per copy site: what is stored on the copy is not on the original),
+                # holding what the original holds
+                site = ("copy", self.ctx.path, node.lineno, node.col_offset)
+                copies = {self.program.copy_object(a, site, {}) for a in flatten(types) if a[0] == "obj"}
+                if copies:
+                    self.call_types[id(node)] = self.call_types.get(id(node), EMPTY) | frozenset(copies)
             return result
         callees = self._callees(func)
         if not callees:
@@ -655,6 +759,21 @@ class Frame(Evaluator):
                 # the program's objects it is given (made as its arguments were evaluated), and
                 # iterating or indexing it gives them
                 self.call_types[id(node)] = frozenset().union(*(flatten(self.types_of(a)) for a in node.args))
+            if result.kind == MODULE and qual and qual.startswith("torch.nn.") and qual.rpartition(".")[2][:1].isupper():
+                # a torch module made here (nn.Sequential(...), nn.Linear(...)) is an object of the
+                # heap: what the program stores on it (a training step's model.last_out = model(x))
+                # is what a copy of it reaches; a container's items are the program's objects it is given
+                atom = ("alloc", self.ctx.path, node.lineno, node.col_offset, "module")
+                given = self.call_types.get(id(node), EMPTY)
+                if given:
+                    self.program.held[(atom, "[]")] = given
+                self.call_types[id(node)] = given | {atom}
+            elif isinstance(func, ast.Name) and qual is None and func.id in _SAME_ITEMS and node.args:
+                # list(xs), sorted(xs), tuple(xs), copy.copy(xs): a new container with the same items
+                # (the heap keeps them on the container it was made from)
+                self.call_types[id(node)] = flatten(self.types_of(node.args[0]))
+            elif qual == "copy.copy" and node.args:
+                self.call_types[id(node)] = flatten(self.types_of(node.args[0]))
             return result
         pos = [self.eval(a) for a in node.args]
         kw = {k.arg or "**": self.eval(k.value) for k in node.keywords}
@@ -746,25 +865,46 @@ class Frame(Evaluator):
         value = self.eval(arg)
         if value.kind != GRAPH:
             return
-        frame = self
-        while frame.caller is not None:
-            call = getattr(frame.caller, "calling", None)
-            given = _argument_for(frame.func, name, call, frame.self_atom is not None) if call is not None else None
-            if given is None:
-                return
-            frame = frame.caller
-            if isinstance(given, ast.Name) and frame.func is not None and given.id in _params(frame.func):
-                name = given.id
-                continue
-            break
-        else:
+        found = _caller_made(self, name, value)
+        if found is None:
             return
-        body = frame.func.body if frame.func is not None else []
-        where = _made_in(value, body, call.lineno) or _bound_before(body, given, call.lineno) or given
+        frame, where, given, call = found
         who = f"{frame.func.name}()" if frame.func is not None else "module-level code"
         self.program.sinks.append(Sink(
             "copy-arg", node, f"{ast.unparse(func)}({ast.unparse(arg)})", [], value, self.ctx.path,
             (frame.ctx.path, where, ast.unparse(given), call, who)))
+
+    def _checkpointed(self, node: ast.Call) -> Value:
+        """``checkpoint(self._block, x)``: the function runs on the arguments, with grad on (the
+        re-entrant variant runs it under no_grad in forward, then again with grad on when
+        backward recomputes it: what it stores then is on the graph)."""
+        pos = [self.eval(a) for a in node.args[1:]]
+        pos_types = [self.types_of(a) for a in node.args[1:]]
+        kw, kw_types = {}, {}
+        for k in node.keywords:
+            value = self.eval(k.value)
+            if k.arg is not None and k.arg not in _CHECKPOINT_OPTIONS:
+                kw[k.arg], kw_types[k.arg] = value, self.types_of(k.value)
+        flag = next((k.value for k in node.keywords if k.arg == "use_reentrant"), None)
+        reentrant = not (isinstance(flag, ast.Constant) and flag.value is False)  # torch's default: True
+        results, types = [], set()
+        saved = self.grad
+        if reentrant:
+            self.grad = False  # forward runs it under no_grad; backward runs it again with grad on
+        try:
+            for callee in self._callees(node.args[0]):
+                value, returned = self.call_atom(callee, pos, kw, pos_types, kw_types)
+                results.append(value)
+                types |= returned
+                if reentrant and saved:
+                    self.program.recompute.append((self, callee, pos, kw, pos_types, kw_types))
+        finally:
+            self.grad = saved
+        self.call_types[id(node)] = frozenset(types)
+        result = join(*results)
+        if reentrant and saved and result.kind >= LEAF:
+            result = Value(GRAPH, short(node))  # the checkpoint's output is on the graph all the same
+        return result
 
     # -- process boundaries -------------------------------------------------------
     def _process(self, node: ast.Call) -> Value:
@@ -810,6 +950,10 @@ class Frame(Evaluator):
 
 
 _DISPLAYS = (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)
+_CHECKPOINTS = frozenset({"torch.utils.checkpoint.checkpoint"})
+_CHECKPOINT_OPTIONS = frozenset({"use_reentrant", "preserve_rng_state", "context_fn", "determinism_check", "debug"})
+# builtins that make a new container with the items of the one they are given
+_SAME_ITEMS = frozenset({"list", "tuple", "sorted", "reversed", "set", "frozenset", "dict", "iter"})
 
 
 class HeapWalker(Walker):
@@ -877,9 +1021,28 @@ class HeapWalker(Walker):
 
     do_AsyncFunctionDef = do_FunctionDef
 
+    def do_With(self, stmt: ast.With) -> None:
+        # with mp.get_context("spawn").Pool(2) as pool: the name holds the pool (a queue, a
+        # context) for the body
+        f = self.frame
+        for item in stmt.items:
+            if isinstance(item.optional_vars, ast.Name) and isinstance(item.context_expr, ast.Call):
+                f.eval(item.context_expr)
+                types = flatten(f.types_of(item.context_expr)) & {POOL, QUEUE, MP_CONTEXT}
+                if types:
+                    f.types[item.optional_vars.id] = frozenset(types)
+        super().do_With(stmt)
+
     def do_Return(self, stmt: ast.Return) -> None:
         super().do_Return(stmt)
         self.frame.returned |= self.frame.types_of(stmt.value)
+        value = self.returns
+        if (value.kind == GRAPH and stmt.value is not None and not value.trail and self.frame.func is not None
+                and self.frame.self_atom is None and value.origin):
+            # made in the return expression of a plain function (return [encoder(x) for x in
+            # items]): the first step of where the caller's value comes from (a module's forward
+            # returning its output is what it is for: not a step to name)
+            self.returns = value.then(stmt.lineno, "return ", stmt.value, self.frame.ctx.path)
 
     def do_Delete(self, stmt: ast.Delete) -> None:
         super().do_Delete(stmt)
@@ -903,6 +1066,10 @@ class HeapWalker(Walker):
         types = f.types_of(value_node)
         if isinstance(value_node, _DISPLAYS) and isinstance(target, (ast.Name, ast.Attribute)):
             atom = ("alloc", f.ctx.path, value_node.lineno, value_node.col_offset)
+            if isinstance(target, ast.Name) and any(atom in flatten(t) for n, t in f.types.items() if n != target.id):
+                # made again (a loop's next pass: candidates = []) while another name still holds
+                # the one made before (beams = sorted(candidates)): another object
+                atom = atom + ("again",)
             types = flatten(types) | {atom}
             if isinstance(value_node, (ast.List, ast.Set, ast.ListComp, ast.SetComp, ast.Dict, ast.DictComp)):
                 f.program.held[(atom, "[]")] = _items_held(f, value_node)
@@ -1065,7 +1232,7 @@ def _run(current, tree, imports, classes, module_classes, text: str | None = Non
     for sink in program.sinks:
         program.survived.update(_where_stored(k) for k in sink.kept)
     # frames point back at the program: none is kept, so no cycle holds the run's heap
-    program.module_frame, program.hooks, program.functions = None, [], {}
+    program.module_frame, program.hooks, program.functions, program.recompute = None, [], {}, []
     return program
 
 
@@ -1081,7 +1248,7 @@ def _where_stored(kept: Kept) -> tuple:
 # the sinks' names as a call spells them (``Tensor.__deepcopy__`` in a table is no copy), and
 # ``deepcopy as`` for an import that renames it
 _SINK_WORDS = ("deepcopy(", "deepcopy as ", "AveragedModel", "ModelEma", "DataLoader", ".put(", ".put_nowait(", "Process(", "spawn(",
-               "start_processes(")
+               "start_processes(", "Pool(", "ProcessPoolExecutor(")
 
 
 # containers of modules whose elements are what they are given (positionally)
@@ -1245,6 +1412,42 @@ def _passed_parameter(func, arg: ast.AST, line: int, depth: int = 0) -> str | No
     if len(names) != 1:
         return None
     return _passed_parameter(func, ast.Name(id=names.pop()), bound.lineno, depth + 1)
+
+
+def _caller_made(frame: "Frame", name: str, value: Value):
+    """Where the caller chain made what ``frame``'s function got as its parameter ``name``: (the
+    frame of the function that made it, the statement or argument that made it there, the argument
+    as written, the call that passed it on), or None where a call does not show it."""
+    call = None
+    while frame.caller is not None:
+        call = getattr(frame.caller, "calling", None)
+        given = _argument_for(frame.func, name, call, frame.self_atom is not None) if call is not None else None
+        if given is None:
+            return None
+        frame = frame.caller
+        if isinstance(given, ast.Name) and frame.func is not None and given.id in _params(frame.func):
+            name = given.id
+            continue
+        break
+    else:
+        return None
+    body = frame.func.body if frame.func is not None else frame.program.current.tree.body
+    where = _made_in(value, body, call.lineno) or _bound_before(body, given, call.lineno) or given
+    return frame, where, given, call
+
+
+def _given_to(frame: "Frame", stmt, value: Value) -> tuple | None:
+    """A store that keeps what the function was given (``self.values = values``): (path, what made
+    it) in the caller that made the tensor, or None."""
+    if frame.func is None or frame.caller is None or not isinstance(stmt, ast.Assign):
+        return None
+    name = _passed_parameter(frame.func, stmt.value, stmt.lineno)
+    if name is None or not isinstance(stmt.value, ast.Name):
+        return None  # only the argument itself, stored as it came
+    found = _caller_made(frame, name, value)
+    if found is None:
+        return None
+    return found[0].ctx.path, found[1]
 
 
 def _made_in(value: Value, body: list, line: int):

@@ -12,6 +12,10 @@ LOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoade
 TENSOR_DATASETS = {"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"}
 MP_ROOTS = ("torch.multiprocessing", "multiprocessing")
 QUEUES = ("Queue", "SimpleQueue", "JoinableQueue")
+POOLS = ("Pool",)  # multiprocessing.Pool / ctx.Pool(): every task's arguments are pickled to a worker
+POOL_SENDS = ("map", "map_async", "starmap", "starmap_async", "apply", "apply_async", "imap", "imap_unordered",
+              "submit")
+POOL_EXECUTORS = {"concurrent.futures.ProcessPoolExecutor", "concurrent.futures.process.ProcessPoolExecutor"}
 SPAWNERS = {"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes",
             "torch.multiprocessing.spawn.spawn", "torch.multiprocessing.spawn.start_processes"}
 

@@ -20,18 +20,19 @@ decide what their copies hold and are not looked into.
 from __future__ import annotations
 
 import ast
+import re
 
 from .. import messages, witness
 from ..findings import Finding
 from ..evaluator.heap import Kept, Sink, may_reach_sink, run_file, runs_for
-from ..values import short
+from ..values import GRAPH, short
 from . import cleared_by_program, finding, origin_text
 
 RULES: dict[str, str] = {}  # it reports GLF001 / GLF002 / GLF003 / GLF202 / GLF301 (their rules' RULES)
 
 CLEARABLE = ("GLF001", "GLF002", "GLF003")
 STORES = ("GLF001", "GLF002", "GLF003", "GLF004", "GLF005")
-WORDS = ("deepcopy", "AveragedModel", "ModelEma", "DataLoader", "multiprocessing", ".put(")
+WORDS = ("deepcopy", "AveragedModel", "ModelEma", "DataLoader", "multiprocessing", ".put(", "Pool(", "ProcessPoolExecutor(")
 
 EXAMPLES = [
     (
@@ -250,8 +251,8 @@ def settle(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
     for f in findings:
         if f.data.get("public_root") and (f.line, f.col, f.code) in named:
             continue
-        if f.code == "GLF202" and judged.get((f.line, f.col)) is False:
-            continue
+        if f.code in ("GLF202", "GLF201") and judged.get((f.line, f.col)) is False:
+            continue  # a copy of the program's objects that the run judged: nothing on the graph there
         if f.code in STORES and f.line in covered and f.data.get("kind") != "copy-graph":
             continue  # every copy that met it found its object's __getstate__ detaching or dropping it
         line = f.line if f.code in CLEARABLE else f.data.get("cause_line") if (
@@ -262,7 +263,11 @@ def settle(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
             sink, store = copies[(f.line, f.col)]
             messages.name_copy(f, sink.what, sink.node.lineno, reach=_reach(sink, store))
         kept.append(f)
-    return kept + new
+    out = kept + new
+    # one finding at a copy: where it is known what the copied object keeps (GLF202, naming the
+    # store), not also that it copies "a tensor on the graph" (GLF201)
+    objects = {(f.line, f.col) for f in out if f.code == "GLF202" and not f.trust}
+    return [f for f in out if not (f.code == "GLF201" and (f.line, f.col) in objects and not f.data.get("kind"))]
 
 
 def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], findings: list[Finding],
@@ -279,7 +284,8 @@ def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
         # its own edits), whose positions and classes they do not know
         programs += runs_for(imports, WORDS)
     sinks = [s for p in programs for s in p.sinks
-             if s.path == here or any(k.path == here for k in s.kept) or s.origin is not None and s.origin[0] == here]
+             if s.path == here or any(k.path == here for k in s.kept) or s.origin is not None and s.origin[0] == here
+             or _made_here(s, here)]
     judged: dict[tuple, bool] = {}
     for p in programs:
         for (path, line, col), bad in p.judged.items():
@@ -307,24 +313,25 @@ def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
     out: list[Finding] = []
     stores: dict[tuple, Finding] = {}
     own_sites: set[tuple] = set()  # the copy sites reported here
+    made_sites: set[tuple] = set()  # where kept or sent tensors were made (_made)
     for sink in sinks:
         node = sink.node
+        out += _made(sink, here, made_sites)
         if sink.kind == "copy-arg":
             out += _copied_argument(sink, here, copied_sites)
             continue
         if sink.path == here:
             if (node.lineno, node.col_offset) in copied_sites:
-                if (node.lineno, node.col_offset) in own_sites:
-                    # the site is reported once (a copy helper called with several objects); the
-                    # stores each of its calls meets are reported each
-                    _stores(sink, here, taken, stores, module, classes)
+                # the site is reported once (a copy helper called with several objects, or another
+                # rule's GLF201 / GLF202 at it); the stores each of its calls meets are reported each
+                _stores(sink, here, taken, stores, module, classes)
                 continue
             copied_sites.add((node.lineno, node.col_offset))
             own_sites.add((node.lineno, node.col_offset))
         else:
             _stores(sink, here, taken, stores, module, classes)
             continue
-        if sink.kind in ("queue", "process"):
+        if sink.kind in ("queue", "pool", "process"):
             out.append(_sent(sink))
             continue
         first = sink.kept[0]
@@ -344,8 +351,13 @@ def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
         site.witness = _witness(first, sink, here)
         out.append(site)
         _stores(sink, here, taken, stores, module, classes)
-    _owners(programs, here, classes, list(stores.values()) + list(taken.values()))
-    return out + list(stores.values()), judged, cleared, covered, copies
+    # a dataset of tensors made just before it: one finding, where they were made (the loader's
+    # finding carries the fix)
+    made_datasets = {(path, line) for s in sinks for path, node, _h, (path2, line) in _made_at(s)
+                     if path == here and s.kind == "loader"}
+    kept_stores = [f for key, f in stores.items() if not (f.code == "GLF301" and (here, key[0]) in made_datasets)]
+    _owners(programs, here, classes, kept_stores + list(taken.values()))
+    return out + kept_stores, judged, cleared, covered, copies
 
 
 def _owners(programs: list, here: str, classes: dict, findings: list[Finding]) -> None:
@@ -454,8 +466,10 @@ def _copied_class(sink: Sink) -> str | None:
 def _reach(sink: Sink, kept: Kept, written: str | None = None) -> str | None:
     """The attribute path from the copied object to ``kept`` (``model.block.attn.last_attn``), the
     most specific where the copy reaches it two ways; None where it is ``written`` already."""
+    if not sink.copied or not re.fullmatch(r"[\w.]+", sink.copied):
+        return None  # the copy of an expression ({k: v for ...}): no path to name from it
     found = [messages.attribute_path(sink.copied, steps) for other, steps in zip(sink.kept, sink.paths)
-             if sink.copied and _same_store(other, kept)]
+             if _same_store(other, kept)]
     best = max(found, key=len, default=None)
     return None if best is None or best == written else best
 
@@ -485,9 +499,27 @@ def _where(kept: Kept, here: str) -> str:
     return f"line {kept.node.lineno}" if kept.path == here else f"{witness.display_path(kept.path, here)}:{kept.node.lineno}"
 
 
+def _local_container(kept: Kept, sink: Sink) -> bool:
+    """A dict or list the program made and holds in a name (``ctx["logits"] = model(x)``, then
+    ``copy.deepcopy(ctx)``): no object's state, the copied value itself (GLF201)."""
+    holder = kept.holder
+    root = kept.root or re.match(r"\w*", kept.target).group(0)
+    return (sink.kind == "copy" and holder[0] == "alloc" and "module" not in holder[4:] and not kept.on_self
+            and root not in ("", "self") and kept.code in ("GLF001", "GLF002"))
+
+
 def _store(kept: Kept, sink: Sink, here: str, module: str, classes: dict) -> Finding:
     how = "is given" if kept.code in ("GLF002", "GLF003") else "keeps"
     elsewhere = None if sink.path == here else witness.display_path(sink.path, here)
+    if _local_container(kept, sink):
+        f = finding("GLF201", kept.node,
+                    messages.store(kept.target if "'" in kept.target else f"'{kept.target}'", "is given", kept.value.origin or "a computation on the autograd graph",
+                                   messages.copy_clause(sink.what, sink.node.lineno, elsewhere),
+                                   "put a .detach()ed value in it where nothing needs its gradient, or leave it out "
+                                   "of the copy", chain=kept.reached),
+                    data={"kind": "copy-graph", "copied_at": sink.node.lineno, "local": True})
+        f.witness = _witness(kept, sink, here, at_copy=False)
+        return f
     f = finding(
         kept.code, kept.node,
         messages.store(messages.holder(kept.target, _holder_class(kept)), how,
@@ -566,10 +598,89 @@ def _copied_argument(sink: Sink, here: str, reported: set) -> list[Finding]:
     return out
 
 
+def _first_step(value, default_path: str):
+    """(path, line, node) of the first step of a value's trail: where the run saw it made."""
+    if not value.trail:
+        return None
+    line, _target, node, path = value.trail[0][:4]
+    return path or default_path, line, node
+
+
+def _made_at(sink: Sink) -> list[tuple]:
+    """Where the tensors ``sink`` meets were made, where that is not the line that keeps or sends
+    them: (path, node, what keeps or sends it, where that is). A constructor keeping what it is
+    given (``Prediction(x, net(x))``), a dataset of tensors made before (``soft = teacher(x)...``),
+    a process send of what a helper returned (``pool.starmap(f, [(q, bank) ...])``)."""
+    out = []
+    if sink.kind in ("queue", "pool", "process"):
+        # sent as a helper returned it (bank = embed_all(...), made in its return): the helper's
+        # line is where it was made; what the sending function bound itself its witness shows
+        first = _first_step(sink.value, sink.path)
+        if first is not None and sink.value.trail[0][1] == "return " and sink.value.kind == GRAPH:
+            out.append((first[0], first[2], sink.what, (sink.path, sink.node.lineno)))
+        return out
+    for kept in sink.kept:
+        if kept.made is not None:
+            out.append((kept.made[0], kept.made[1], f"'{kept.target}'", (kept.path, kept.node.lineno)))
+        elif kept.code == "GLF301" and kept.value.kind == GRAPH:  # a TensorDataset of tensors made before it
+            first = _first_step(kept.value, kept.path)
+            if first is not None and first[0] == kept.path and first[1] != kept.node.lineno:
+                out.append((first[0], first[2], short(kept.node), (kept.path, kept.node.lineno)))
+    return out
+
+
+def _made_here(sink: Sink, here: str) -> bool:
+    return any(path == here for path, *_ in _made_at(sink))
+
+
+def _made(sink: Sink, here: str, reported: set) -> list[Finding]:
+    """The line of this file that made a tensor ``sink`` keeps or sends, where the storing or
+    sending code only passes on what it was given: GLF201 (a copy) or GLF301 (a process boundary),
+    naming what keeps it and where it fails."""
+    out = []
+    code = "GLF201" if sink.kind == "copy" else "GLF301"
+    for path, node, holder, (at_path, at_line) in _made_at(sink):
+        key = (node.lineno, node.col_offset)
+        if path != here or key in reported:
+            continue
+        reported.add(key)
+        subject = short(node)
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:  # soft = torch.softmax(teacher(x)): 'soft'
+            subject, node = ast.unparse(node.targets[0]), node.value
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+            subject, node = ast.unparse(node.target), node.value
+        kept_at = f"line {at_line}" if at_path == here else f"{witness.display_path(at_path, here)}:{at_line}"
+        if sink.kind in ("queue", "pool", "process"):
+            fails = f"{sink.what} at {_at(sink, here)} sends it to another process and will fail ('Cowardly " \
+                    "refusing to serialize non-leaf tensor which requires_grad')"
+        elif sink.kind == "loader":
+            fails = f"{holder} at {kept_at} holds it, and {sink.what} at {_at(sink, here)} will fail: its worker " \
+                    "processes cannot send it back"
+        else:
+            fails = f"{holder} at {kept_at} keeps it, and {sink.what} at {_at(sink, here)} will raise (only graph " \
+                    "leaves support deepcopy)"
+        value = sink.value if sink.kind in ("queue", "pool", "process") else next(
+            (k.value for k in sink.kept if (k.path, k.node.lineno) == (at_path, at_line)), sink.value)
+        source = value.origin or "a computation on the autograd graph"
+        advice = "detach what is sent" if sink.kind in ("queue", "pool", "process") else "fix the line that keeps it"
+        f = finding(code, node,
+                    messages.store(f"'{subject}'", "is or holds", None if source == subject else source, fails,
+                                   f"make it a leaf here (.detach()) where nothing needs its gradient, or {advice}",
+                                   tensor=messages.GRAPH_TENSOR),
+                    data={"kind": "made", "copied_at": sink.node.lineno})
+        f.witness = witness.make(value, node, None, reached="the program's run", grad=True,
+                                 kept=f"{holder} at {kept_at} keeps or sends it",
+                                 copied=f"{sink.what} at {_at(sink, here)}", here=here)
+        out.append(f)
+    return out
+
+
 def _sent(sink: Sink) -> Finding:
+    then = "the pool pickles each task's arguments for its workers" if sink.kind == "pool" else \
+        "a Queue's reader then waits forever"
     message = messages.sent(sink.what, f"sends {messages.GRAPH_TENSOR}", sink.value.origin,
-                            "'Cowardly refusing to serialize non-leaf tensor which requires_grad' (a Queue's reader "
-                            "then waits forever)", "put .detach() on it", to="to another process")
+                            f"'Cowardly refusing to serialize non-leaf tensor which requires_grad' ({then})",
+                            "put .detach() on it", to="to another process")
     f = finding("GLF301", sink.node, message, data={"kind": "copy-graph"})
     f.witness = witness.make(sink.value, sink.node, None, reached="the process's target", grad=True,
                              kept="it is what the call sends",

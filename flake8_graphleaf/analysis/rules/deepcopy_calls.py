@@ -143,7 +143,7 @@ def train(model: torch.nn.Module):
     state = {"steps": build(model, 0.1), "lr": 0.1}
     return copy.deepcopy(state)
 """,
-        ["GLF201"],
+        ["GLF201", "GLF201"],  # the copy, and the dict the run saw the tensors put in (the copy graph's)
     ),
     (
         # a parameter whose default is a class: calling it builds a module (no forward ran), so its

@@ -44,7 +44,7 @@ from torch.utils.data import DataLoader, TensorDataset
 x = torch.randn(8, 3, requires_grad=True)
 loader = DataLoader(TensorDataset(x), batch_size=4, num_workers=2)
 """,
-        ["GLF301"],
+        ["GLF301", "GLF301"],  # the loader, and the dataset its workers index (the copy graph's)
     ),
     (
         """
