@@ -67,6 +67,13 @@ SHAPES = {
 }
 
 
+# shapes no automatic fix can repair without changing what the program computes, and why fix says so
+NO_FIX = {
+    # the loss is computed from ctx["logits"]: detaching it would stop training; what to copy is the user's choice
+    "context_dict": "a value the program uses is in it",
+}
+
+
 def _project(tmp_path: Path, name: str, twin: bool) -> Path:
     project = tmp_path / name
     shutil.copytree(PROJECTS / name, project)
@@ -119,4 +126,8 @@ def test_the_shape_raises_its_twin_runs_and_the_fix_makes_it_run(tmp_path, name)
                             "--unsafe-fixes", "."], capture_output=True, text=True, timeout=300, cwd=broken)
     assert fixed.returncode in (0, 1), fixed.stderr
     after = _run(broken)
+    if name in NO_FIX:
+        # no edit keeps what the program computes: the run still raises, and fix says why
+        assert NO_FIX[name] in fixed.stdout and after.returncode != 0, fixed.stdout
+        return
     assert after.returncode == 0 and "copied" in after.stdout, (fixed.stdout + fixed.stderr, after.stderr)

@@ -60,9 +60,15 @@ def attach_fixes(tree: ast.Module, text: Text, findings: list[Finding], classes:
             continue
         try:
             code = f.data.get("code_if_resolved", f.code)
-            if f.data.get("kind") == "made" or f.data.get("local"):
-                # where a kept or sent tensor was made: the fix is the store's or the send's
-                f.data.setdefault("no_fix", "fixed where it is stored or sent")
+            if f.data.get("kind") == "made":
+                # where a kept or sent tensor was made: the store's or the send's fix comes first
+                # (the fixer applies this one only where the copy or send still fails then)
+                f.fix = _made_detach(f, ctx)
+                if f.fix is None:
+                    f.data.setdefault("no_fix", "fixed where it is stored or sent")
+                continue
+            if f.data.get("local"):
+                f.data.setdefault("no_fix", "a value the program uses is in it: copy what is needed, detached")
                 continue
             if f.data.get("kind") == "helper":
                 local = _helper_here(f, ctx)
@@ -117,6 +123,21 @@ def attach_fixes(tree: ast.Module, text: Text, findings: list[Finding], classes:
             f.fix = fix
 
 
+def _made_detach(f: Finding, ctx: Context) -> Fix | None:
+    """``.detach()`` where the tensor was made (``return [encoder(x).detach() for x in items]``):
+    unsafe, as every user of the value then gets it without its gradient."""
+    node = next((n for n in ast.walk(ctx.tree) if isinstance(n, ast.expr) and getattr(n, "lineno", None) == f.line
+                 and n.col_offset == f.col), None)
+    if isinstance(node, (ast.ListComp, ast.GeneratorExp)) and isinstance(node.elt, ast.Call):
+        target = node.elt
+    elif isinstance(node, ast.Call) and not (isinstance(node.func, ast.Attribute) and node.func.attr == "detach"):
+        target = node
+    else:
+        return None
+    return Fix(UNSAFE, "detach the tensor where it is made (every user of the value then gets it without its "
+                       "gradient)", (ctx.edit(target, ctx.text.segment(target) + ".detach()"),))
+
+
 def _holder(f: Finding, ctx: Context) -> str | None:
     """The class of this file whose copies the copy-safe fix changes: the storing method's own
     class, or (a store the copy graph followed into an object it knows, such as a hook filling
@@ -162,7 +183,10 @@ def _choose_store_fix(f: Finding, ctx: Context, code: str):
     if code == "GLF003":
         candidates = [hook_detach(f, ctx)]
     elif code == "GLF001":
-        candidates = [rename_to_local(f, ctx) if f.data.get("kind") == "attr" else None, detached_mirror(f, ctx)]
+        # a store the copy graph's run found (a training step's model.last_out = model(x) on the
+        # model it is given) takes a local variable as a forward's store does
+        candidates = [rename_to_local(f, ctx) if f.data.get("kind") in ("attr", "copy-graph") else None,
+                      detached_mirror(f, ctx)]
     else:
         candidates = [rename_to_local(f, ctx), container_detach(f, ctx)]
     rename, detach = (None, candidates[0]) if code == "GLF003" else candidates

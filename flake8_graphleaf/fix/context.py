@@ -51,9 +51,12 @@ class Context:
     def method(self, f: Finding) -> ast.FunctionDef | None:
         info = self.classes.get(f.class_name or "")
         name = f.data.get("method")
-        if info is None or not name:
+        if not name:
             return None
-        for stmt in info.node.body:
+        # a module-level function storing on the object it is given first (a training step's
+        # model.last_out = model(x)): that parameter plays the part of self
+        body = info.node.body if info is not None else self.tree.body
+        for stmt in body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name:
                 if stmt.lineno <= f.line <= stmt.end_lineno:
                     return stmt
