@@ -21,7 +21,10 @@ the project raises and its twin runs, and ``graphleaf fix --unsafe-fixes`` makes
   task's arguments);
 - ``extractor``: a plain feature extractor registers hooks on ``model.named_modules()`` that fill
   its own dict;
-- ``context_dict``: a per-step context dict copied without its loss.
+- ``context_dict``: a per-step context dict copied without its loss;
+- ``ema_engine``: an EMA helper in ``engine/ema.py`` deep-copies the model its constructor is given,
+  whose class in ``models/backbone.py`` keeps its features: the copy names the store's file and
+  line, the store names the copy's.
 """
 
 from __future__ import annotations
@@ -61,6 +64,9 @@ SHAPES = {
                   ("run.py", "backup = copy.deepcopy(extractor)",
                    "extractor.features = {k: v.detach() for k, v in extractor.features.items()}\n"
                    "backup = copy.deepcopy(extractor)")),
+    "ema_engine": (["engine/ema.py:8:20: GLF202", "models/backbone.py:12:9: GLF001"], LEAVES,
+                   ("models/backbone.py", "self.features = torch.relu(self.stem(x))\n        return self.head(self.features)",
+                    "features = torch.relu(self.stem(x))\n        return self.head(features)")),
     "context_dict": (["run.py:11:20: GLF201", "run.py:8:5: GLF201"], LEAVES,
                      ("run.py", 'copy.deepcopy({k: v for k, v in ctx.items() if k != "loss"})',
                       '{k: v.detach().clone() if torch.is_tensor(v) else v for k, v in ctx.items() if k != "loss"}')),
@@ -108,6 +114,8 @@ def test_the_shape_is_reported_and_its_twin_is_not(tmp_path, name):
     flake8 = subprocess.run([sys.executable, "-m", "flake8", "--isolated", "--select=GLF", "."], capture_output=True,
                             text=True, timeout=300, cwd=tmp_path / "broken" / name)
     assert _found(flake8.stdout) == expected, flake8.stdout  # the plugin says the same
+    if name == "ema_engine":  # both ends named, across files
+        assert "GLF001 at models/backbone.py:12" in r.stdout and "copy.deepcopy(model) at engine/ema.py:8" in r.stdout
     twin = _check(_project(tmp_path / "twin", name, True))
     assert twin.returncode == 0 and twin.stdout == "", twin.stdout
 
