@@ -97,6 +97,19 @@ class MemoryModule(nn.Module):
         return self.step(*args)
 ''',
     "pkg/neuron/__init__.py": "from .lif import *\n",
+    "pkg/layer/__init__.py": "from .conv import *\n",
+    "pkg/layer/conv.py": '''
+import torch.nn as nn
+
+
+class Conv2d(nn.Conv2d):
+    def forward(self, x):
+        return super().forward(x)
+
+
+class MaxPool2d(nn.MaxPool2d):
+    pass
+''',
     "pkg/neuron/lif.py": '''
 from ..base import MemoryModule
 
@@ -113,7 +126,7 @@ class LIF(MemoryModule):
     "pkg/model.py": '''
 import torch.nn as nn
 
-from pkg import neuron
+from pkg import layer, neuron
 
 
 def net():
@@ -122,11 +135,14 @@ def net():
 }
 
 
-@pytest.mark.parametrize("first, level", [("nn.Conv2d(3, 3, 1)", "high"), ("nn.MaxPool2d(1)", "medium")])
-def test_a_re_exported_class_with_an_inherited_forward(tmp_path, first, level):
+@pytest.mark.parametrize("first, level, layer", [
+    ("nn.Conv2d(3, 3, 1)", "high", "torch.nn.Conv2d"), ("nn.MaxPool2d(1)", "medium", None),
+    ("layer.Conv2d(3, 3, 1)", "high", "Conv2d (a subclass of torch.nn.Conv2d)"), ("layer.MaxPool2d(1)", "medium", None)])
+def test_a_re_exported_class_with_an_inherited_forward(tmp_path, first, level, layer):
     # neuron.LIF is pkg/neuron/lif.py's class through a star import; its forward(*args) is its
     # base's: nn.Sequential gives it one argument, the previous layer's output (a convolution's:
-    # on the graph; a pooling layer's, of the model's input: not)
+    # on the graph; a pooling layer's, of the model's input: not), also where that layer is a class of
+    # the project that subclasses the torch layer
     for name, text in PACKAGE.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text.replace("LAYER", first))
@@ -135,5 +151,5 @@ def test_a_re_exported_class_with_an_inherited_forward(tmp_path, first, level):
     (found,) = json.loads(r.stdout)
     assert found["location"]["row"] == 11 and found["confidence"] == level, found
     if level == "high":
-        assert "the output of torch.nn.Conv2d" in found["witness"]["source"]
+        assert f"the output of {layer}, a layer that holds parameters" in found["witness"]["source"]
         assert "pkg/model.py:8 chains LIF" in found["witness"]["source"]

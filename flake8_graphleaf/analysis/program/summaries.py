@@ -18,10 +18,12 @@ What other files need to know about this one, and nothing that needs another fil
 - ``chained``: classes whose instances this file puts into an ``nn.Sequential`` right after a torch
   layer that holds parameters (``nn.Sequential(nn.Linear(4, 8), Spike())``, also through layers
   that carry their input's history, ``nn.Conv2d(...), nn.ReLU(), Spike()``, and through a list
-  built by ``append``/``+=`` in one block of code): {class: [line, the torch layer]}.  Their
+  built by ``append``/``+=`` in one block of code).  Their
   ``forward``'s first argument is that layer's output, on the graph whenever grad is on.  Which
   torch layers hold parameters and which carry history is the generated torch fact
-  (``facts.torch_facts.nn_module``), not a list of names.
+  (``facts.torch_facts.nn_module``), not a list of names.  The layer before may be a class of the
+  project (``layer.Linear(8, 4)``): it is recorded by name, and the rule asks its definition
+  whether it is a subclass of such a torch layer: {class: [[line, layer], ...]}.
 
 Summaries are keyed by the file's content; the index (:mod:`flake8_graphleaf.project.index`)
 caches them.
@@ -36,7 +38,7 @@ from .imports import ImportMap
 from ..facts.torch_facts import nn_module
 from ..facts.torch_names import is_torch_name
 
-VERSION = 5
+VERSION = 6
 
 # Calls that make their arguments parts of a module.
 _LAYER_CALLS = frozenset(
@@ -235,18 +237,23 @@ class _Summary:
             for before, before_block in reversed(elements[:i]):
                 if before_block != block or not isinstance(before, ast.Call):
                     break  # appended in another block (under an if, before a loop): not always the one before
-                fact = nn_module(self.imports.qualname(before.func))
+                q = self.imports.qualname(before.func)
+                fact = nn_module(q)
                 if fact is None:
+                    # a class of the project (layer.Linear): whether it is a torch layer with
+                    # parameters is asked of its definition, where the project is known
+                    mine = [m for m in self.made_by(before.func) if not is_torch_name(m)]
+                    learnable = mine[0] if len(mine) == 1 else None
                     break
                 if fact.get("params") and fact.get("graph"):
-                    learnable = self.imports.qualname(before.func)
+                    learnable = "torch.nn." + q.rsplit(".", 1)[-1]
                     break
                 if not fact.get("carries"):
                     break
             if learnable is not None:
-                torch_name = "torch.nn." + learnable.rsplit(".", 1)[-1]
                 for q in made:
-                    self.chained.setdefault(q, [element.lineno, torch_name])
+                    if len(self.chained.setdefault(q, [])) < 8:
+                        self.chained[q].append([element.lineno, learnable])
 
     def layer_argument(self, arg: ast.AST, bound: dict) -> None:
         if isinstance(arg, ast.Call):

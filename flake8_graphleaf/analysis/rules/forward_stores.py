@@ -12,7 +12,8 @@ from ..evaluator.flow import Store
 from ..evaluator.graph_tensors import ARG, GRAPH, LEAF, MODULE
 from ..program.summaries import current_summary, is_layer, made_only_without_grad
 from ..program.helper_objects import file_classes, inherited_forward
-from ..program.project_view import resolve
+from ..program.project_view import base_qualnames, resolve
+from ..facts import torch_facts
 from ..evaluator.scopes import SUBMODULE_CALL, ClassRunner, self_name
 from .. import messages, witness
 from ..confidence import trust
@@ -854,47 +855,70 @@ def _chained_source(runner: ClassRunner, f: Finding) -> str | None:
         return None
     path, line, layer = found
     where = f"line {line}" if path is None else f"{os.path.relpath(path) if os.path.isabs(path) else path}:{line}"
-    return (f"{f.data['origin']}, the output of {layer} (a torch layer that holds parameters, so on the graph with "
-            f"grad on): {where} chains {f.class_name} right after it in nn.Sequential")
+    return (f"{f.data['origin']}, the output of {layer}, a layer that holds parameters (on the graph with grad on): "
+            f"{where} chains {f.class_name} right after it in nn.Sequential")
 
 
 def _chained_after_learnable(runner: ClassRunner) -> tuple[str | None, int, str] | None:
     """Where the project puts an instance of the class into an ``nn.Sequential`` right after a
-    torch layer that holds parameters (the summaries' ``chained``): (the file, None for this one;
-    the line; the torch layer), also where it is made under a name a package re-exports it as
-    (``neuron.LIFNode`` for ``neuron/lif.py``'s class); None when nothing does."""
+    torch layer that holds parameters (the summaries' ``chained``), or after a class of the project
+    that subclasses one (``layer.Linear(nn.Linear)``): (the file, None for this one; the line; the
+    layer), also where it is made under a name a package re-exports it as (``neuron.LIFNode`` for
+    ``neuron/lif.py``'s class); None when nothing does."""
     imports = runner.imports
     name = runner.info.node.name
     qual = f"{imports.module or '__main__'}.{name}"
-    here = current_summary(imports).get("chained", {}).get(qual)
-    if here:
-        return None, here[0], here[1]
     project = imports.project
-    index = getattr(project, "index", None)
-    if index is None or not hasattr(index, "mentioning"):
-        return None
     key = ("chained", qual)
-    if key not in project.memo:
-        project.memo[key] = None
+    memo = project.memo if project is not None else {}
+    if key in memo:
+        return memo[key]
+    memo[key] = None
+    places = [(None, entry) for entry in current_summary(imports).get("chained", {}).get(qual, ())]
+    index = getattr(project, "index", None)
+    if index is not None and hasattr(index, "mentioning"):
         for path in index.mentioning(name):
-            for made, (line, layer) in sorted(((index.summary(path) or {}).get("chained") or {}).items()):
+            for made, entries in sorted(((index.summary(path) or {}).get("chained") or {}).items()):
                 if made == qual or (made.rpartition(".")[2] == name and (
                         _resolves_to(project, made, qual) or _star_exported(project, made, qual))):
-                    project.memo[key] = (path, line, layer)
-                    break
-            if project.memo[key] is not None:
-                break
-    return project.memo[key]
+                    places += [(path, entry) for entry in entries]
+    for path, (line, layer) in places:
+        learnable = layer if layer.startswith("torch.nn.") else _learnable_subclass(project, layer)
+        if learnable is not None:
+            memo[key] = (path, line, learnable)
+            break
+    return memo[key]
 
 
-def _star_exported(project, made: str, qual: str) -> bool:
-    """Does ``made`` (``pkg.neuron.LIFNode``) name ``qual`` through a star import of its package
-    (``pkg/neuron/__init__.py``: ``from .lif import *``)?"""
+def _learnable_subclass(project, qual: str, depth: int = 0) -> str | None:
+    """``layer.Linear (a subclass of torch.nn.Linear)`` when the project's class ``qual`` derives
+    from a torch layer that holds parameters (the generated fact), else None."""
+    found = resolve(project, qual) if project is not None else None
+    if found is None:  # layer.Linear through layer/__init__.py's star import
+        found = next((d for d in (resolve(project, q) for q in _star_sources(project, qual)) if d is not None), None)
+    if found is None or not isinstance(found.node, ast.ClassDef) or depth > 3:
+        return None
+    for base in base_qualnames(found):
+        fact = torch_facts.nn_module(base)
+        if fact is not None:
+            if fact.get("params") and fact.get("graph"):
+                return f"{qual.rpartition('.')[2]} (a subclass of torch.nn.{base.rpartition('.')[2]})"
+            return None
+        deeper = _learnable_subclass(project, base, depth + 1)
+        if deeper is not None:
+            return f"{qual.rpartition('.')[2]} (a subclass of {deeper})"
+    return None
+
+
+def _star_sources(project, made: str) -> list[str]:
+    """What ``made`` (``pkg.neuron.LIFNode``) may name through the star imports of its module
+    (``pkg/neuron/__init__.py``: ``from .lif import *`` gives ``pkg.neuron.lif.LIFNode``)."""
     module, _, name = made.rpartition(".")
-    parsed = project.parsed(module) if module else None
+    parsed = project.parsed(module) if module and project is not None else None
     if parsed is None:
-        return False
+        return []
     package = module if os.path.basename(parsed.path) == "__init__.py" else module.rpartition(".")[0]
+    out = []
     for node in parsed.tree.body:
         if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
             if not node.level:
@@ -902,9 +926,13 @@ def _star_exported(project, made: str, qual: str) -> bool:
             else:
                 parts = package.split(".")[: len(package.split(".")) - (node.level - 1)]
                 source = ".".join(parts + ([node.module] if node.module else []))
-            if source and f"{source}.{name}" == qual:
-                return True
-    return False
+            if source:
+                out.append(f"{source}.{name}")
+    return out
+
+
+def _star_exported(project, made: str, qual: str) -> bool:
+    return qual in _star_sources(project, made)
 
 
 def _proven(f: Finding) -> None:
