@@ -29,6 +29,10 @@ tensors    a tuple or list of tensors: ``items`` per element (``values, indices 
 
 Names that no pattern could call are listed under ``unprobed``: the analysis knows they are
 torch's, and that it does not know what they do.
+
+``nn_modules``: each ``torch.nn`` layer class, built with its defaults and run in training mode
+(see :func:`probe_nn_modules`): does it hold parameters, is its output on the graph, does it
+carry its input's history -- what proves that a layer chained after it gets a graph tensor.
 """
 
 from __future__ import annotations
@@ -593,6 +597,81 @@ def probe_module_api(torch) -> dict:
             break
     return out
 
+# Constructor arguments tried, in order, for each ``torch.nn`` layer class: its documented
+# defaults for everything else (the first list that builds the layer is kept).
+_LAYER_ARGS = ((), (3,), (3, 3), (3, 3, 3), (3, 3, 1), (3, 1), (3, 3, 3, 3))
+# Inputs tried for a layer's forward: float tensors of growing rank, then integer indices (an
+# embedding), each a plain one (no history) or one that carries history.
+_LAYER_SHAPES = ((2, 3), (2, 3, 4), (2, 3, 4, 4), (2, 3, 4, 4, 4), (3,))
+
+
+def probe_nn_modules(torch) -> dict:
+    """Which ``torch.nn`` layers hold parameters, and what their ``forward`` gives, in training
+    mode with grad on: each public ``nn.Module`` subclass of ``torch.nn`` built with its
+    documented defaults (the first of a few short argument lists that builds it) and run on a
+    small input.  Per class: ``params`` (it holds a parameter that requires grad), ``graph``
+    (its output on a plain input has a grad_fn: it is on the graph whatever the layer is given),
+    ``carries`` (its output on an input with history carries that history).  A class that no
+    argument list builds, or whose forward runs on none of the inputs, is left out: the analysis
+    proves nothing from a layer it has no fact for."""
+    nn = torch.nn
+    out = {}
+    for name in sorted(dir(nn)):
+        cls = getattr(nn, name, None)
+        if name.startswith("_") or not inspect.isclass(cls) or not issubclass(cls, nn.Module) or cls is nn.Module:
+            continue
+        if inspect.isabstract(cls) or name in ("ModuleDict", "ParameterDict", "ParameterList"):
+            continue
+        layer = None
+        for args in _LAYER_ARGS:
+            try:
+                with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+                    warnings.simplefilter("ignore")
+                    layer = cls(*args)
+                break
+            except Exception:  # noqa: BLE001 - another argument list
+                continue
+        if layer is None:
+            continue
+        layer.train()
+        entry = {"params": any(p.requires_grad for p in layer.parameters())}
+        for shape in _LAYER_SHAPES:
+            gen = torch.Generator().manual_seed(0)
+            results = []
+            for history in (False, True):
+                x = torch.rand(*shape, generator=gen)
+                if history:
+                    x = (x.requires_grad_() * 1.0)
+                try:
+                    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+                        warnings.simplefilter("ignore")
+                        res = layer(x)
+                except Exception:  # noqa: BLE001 - another input
+                    results = []
+                    break
+                if isinstance(res, (tuple, list)) and res:
+                    res = res[0]
+                if not isinstance(res, torch.Tensor):
+                    results = []
+                    break
+                results.append(res.grad_fn is not None)
+            if results:
+                entry["graph"], entry["carries"] = results
+                break
+        else:  # indices (an embedding): a plain input only, nothing for it to carry
+            try:
+                with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+                    warnings.simplefilter("ignore")
+                    res = layer(torch.randint(0, 3, (2, 3), generator=torch.Generator().manual_seed(0)))
+            except Exception:  # noqa: BLE001 - no input runs it
+                res = None
+            if isinstance(res, torch.Tensor):
+                entry["graph"], entry["carries"] = res.grad_fn is not None, False
+            elif not entry["params"]:
+                continue
+        out[f"torch.nn.{name}"] = entry
+    return out
+
 
 def probe_module_attributes(torch) -> dict:
     """The attributes every ``nn.Module`` instance has (``training``): none of them a tensor."""
@@ -704,6 +783,7 @@ def generate() -> dict:
         "module_api": probe_module_api(torch),
         "module_containers": probe_module_containers(torch),
         "module_attributes": probe_module_attributes(torch),
+        "nn_modules": probe_nn_modules(torch),
         "return_fields": _fields(torch),
         "dtypes": probe_dtypes(torch),
         "dtype_copies": probe_dtype_copies(torch, methods),

@@ -186,6 +186,17 @@ def module_attribute(name: str) -> str | None:
     return table()["module_attributes"].get(name)
 
 
+def nn_module(qualname: str | None) -> dict | None:
+    """A ``torch.nn`` layer class (``torch.nn.Linear``, also as ``torch.nn.modules.linear.Linear``)
+    as the probe built and ran it in training mode with grad on: ``{"params": it holds a parameter
+    that requires grad, "graph": its output on a plain input is on the graph, "carries": its output
+    carries its input's history}``; None for a class without a fact."""
+    parts = (qualname or "").split(".")
+    if parts[:2] != ["torch", "nn"] or not (len(parts) == 3 or (len(parts) == 5 and parts[2] == "modules")):
+        return None
+    return table().get("nn_modules", {}).get(f"torch.nn.{parts[-1]}")
+
+
 @functools.lru_cache(maxsize=1)
 def _unprobed() -> frozenset:
     return frozenset(table()["unprobed"])

@@ -14,7 +14,16 @@ What other files need to know about this one, and nothing that needs another fil
   and ``layer_calls``: functions of other files whose result this file makes a layer, so that a
   layer built through a factory counts too;
 - ``made``: for each class instantiated here, the grad modes it is instantiated in (a beam search
-  built and run only under ``torch.no_grad()`` never records the graph).
+  built and run only under ``torch.no_grad()`` never records the graph);
+- ``chained``: classes whose instances this file puts into an ``nn.Sequential`` right after a torch
+  layer that holds parameters (``nn.Sequential(nn.Linear(4, 8), Spike())``, also through layers
+  that carry their input's history, ``nn.Conv2d(...), nn.ReLU(), Spike()``, and through a list
+  built by ``append``/``+=`` in one block of code).  Their
+  ``forward``'s first argument is that layer's output, on the graph whenever grad is on.  Which
+  torch layers hold parameters and which carry history is the generated torch fact
+  (``facts.torch_facts.nn_module``), not a list of names.  The layer before may be a class of the
+  project (``layer.Linear(8, 4)``): it is recorded by name, and the rule asks its definition
+  whether it is a subclass of such a torch layer: {class: [[line, layer], ...]}.
 
 Summaries are keyed by the file's content; the index (:mod:`flake8_graphleaf.project.index`)
 caches them.
@@ -26,9 +35,10 @@ import ast
 
 from .grad_mode import function_grad_mode, grad_mode_of
 from .imports import ImportMap
+from ..facts.torch_facts import nn_module
 from ..facts.torch_names import is_torch_name
 
-VERSION = 4
+VERSION = 6
 
 # Calls that make their arguments parts of a module.
 _LAYER_CALLS = frozenset(
@@ -48,6 +58,7 @@ def summarize(tree: ast.Module, imports: ImportMap) -> dict:
         "factories": s.factories,
         "layer_calls": sorted(s.layer_calls),
         "made": {k: sorted(v) for k, v in s.made.items()},
+        "chained": s.chained,
     }
 
 
@@ -63,6 +74,16 @@ class _Summary:
         self.factories: dict[str, list[str]] = {}
         self.layer_calls: set[str] = set()
         self.made: dict[str, set[bool]] = {}
+        self.chained: dict[str, list] = {}
+        # the statement list each call statement (``layers.append(...)``) and assignment is in
+        self.block_of: dict[int, int] = {}
+        for node in ast.walk(tree):
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                stmts = getattr(node, field, None)
+                if isinstance(stmts, list):
+                    for stmt in stmts:
+                        if isinstance(stmt, (ast.Expr, ast.Assign, ast.AugAssign)):
+                            self.block_of[id(stmt.value)] = id(stmts)
 
     def class_qual(self, func: ast.AST) -> str | None:
         """The class a call instantiates (local or imported), or None."""
@@ -117,6 +138,11 @@ class _Summary:
             return
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
             self.assignment(node, cls, bound)
+        elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add) and isinstance(node.target, ast.Name):
+            key = ("list", node.target.id)  # layers += [nn.Linear(4, 8), Spike()]
+            if key in bound:
+                items = node.value.elts if isinstance(node.value, (ast.List, ast.Tuple)) else [None]
+                bound[key] = bound[key] + [(e, self.block_of.get(id(node.value))) for e in items]
         elif isinstance(node, ast.Attribute):
             if isinstance(node.ctx, ast.Load):
                 self.read(node.attr, node, cls, fn, "attr")
@@ -140,6 +166,10 @@ class _Summary:
     def assignment(self, node, cls, bound: dict) -> None:
         value = node.value
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if isinstance(value, ast.List):  # layers = [nn.Linear(4, 8), Spike()]
+            for t in targets:
+                if isinstance(t, ast.Name):
+                    bound[("list", t.id)] = [(e, self.block_of.get(id(value))) for e in value.elts]
         if isinstance(value, ast.Call):
             made = self.made_by(value.func)
             if made and made[0] in _CONTAINERS:
@@ -170,6 +200,60 @@ class _Summary:
         if name in _LAYER_CALLS:
             for arg in list(node.args) + [k.value for k in node.keywords]:
                 self.layer_argument(arg, bound)
+        if name in ("append", "extend") and isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and node.args:
+            items = node.args[0].elts if name == "extend" and isinstance(node.args[0], (ast.List, ast.Tuple)) else (
+                [node.args[0]] if name == "append" else [None])
+            key = ("list", f.value.id)
+            if key in bound:
+                bound[key] = bound[key] + [(e, self.block_of.get(id(node))) for e in items]
+        if qual in _SEQUENTIALS:
+            self.sequential(node, bound)
+
+    def sequential(self, node: ast.Call, bound: dict) -> None:
+        """``nn.Sequential(a, b, c)``: each element of a class of the project that comes right after
+        a torch layer holding parameters (through layers that carry history) is chained after it."""
+        elements: list[tuple] = []
+        args = list(node.args)
+        if len(args) == 1 and isinstance(args[0], ast.Call) and self.imports.qualname(args[0].func) in (
+                "collections.OrderedDict", "typing.OrderedDict") and args[0].args and isinstance(args[0].args[0], ast.List):
+            args = [e.elts[1] if isinstance(e, ast.Tuple) and len(e.elts) == 2 else None for e in args[0].args[0].elts]
+        for arg in args:
+            if isinstance(arg, ast.Starred):
+                if isinstance(arg.value, (ast.List, ast.Tuple)):
+                    elements += [(e, None) for e in arg.value.elts]
+                elif isinstance(arg.value, ast.Name) and ("list", arg.value.id) in bound:
+                    elements += bound[("list", arg.value.id)]
+                else:
+                    elements.append((None, None))  # elements not known
+            else:
+                elements.append((arg, None))
+        for i, (element, block) in enumerate(elements):
+            if not isinstance(element, ast.Call):
+                continue
+            made = [q for q in self.made_by(element.func) if nn_module(q) is None and not is_torch_name(q)]
+            if not made:
+                continue
+            learnable = None
+            for before, before_block in reversed(elements[:i]):
+                if before_block != block or not isinstance(before, ast.Call):
+                    break  # appended in another block (under an if, before a loop): not always the one before
+                q = self.imports.qualname(before.func)
+                fact = nn_module(q)
+                if fact is None:
+                    # a class of the project (layer.Linear): whether it is a torch layer with
+                    # parameters is asked of its definition, where the project is known
+                    mine = [m for m in self.made_by(before.func) if not is_torch_name(m)]
+                    learnable = mine[0] if len(mine) == 1 else None
+                    break
+                if fact.get("params") and fact.get("graph"):
+                    learnable = "torch.nn." + q.rsplit(".", 1)[-1]
+                    break
+                if not fact.get("carries"):
+                    break
+            if learnable is not None:
+                for q in made:
+                    if len(self.chained.setdefault(q, [])) < 8:
+                        self.chained[q].append([element.lineno, learnable])
 
     def layer_argument(self, arg: ast.AST, bound: dict) -> None:
         if isinstance(arg, ast.Call):
@@ -189,6 +273,7 @@ class _Summary:
             self.layer_argument(arg.value, bound)
 
 
+_SEQUENTIALS = frozenset({"torch.nn.Sequential", "torch.nn.modules.container.Sequential"})
 _CONTAINERS = frozenset({"torch.nn.ModuleList", "torch.nn.Sequential", "torch.nn.ModuleDict",
                          "torch.nn.modules.container.ModuleList", "torch.nn.modules.container.Sequential"})
 

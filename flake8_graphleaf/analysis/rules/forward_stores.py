@@ -4,14 +4,16 @@ method reached from it)."""
 from __future__ import annotations
 
 import ast
+import os
 import re
 
 from ..findings import Finding
 from ..evaluator.flow import Store
 from ..evaluator.graph_tensors import ARG, GRAPH, LEAF, MODULE
 from ..program.summaries import current_summary, is_layer, made_only_without_grad
-from ..program.helper_objects import file_classes
-from ..program.project_view import resolve
+from ..program.helper_objects import file_classes, inherited_forward
+from ..program.project_view import base_qualnames, resolve
+from ..facts import torch_facts
 from ..evaluator.scopes import SUBMODULE_CALL, ClassRunner, self_name
 from .. import messages, witness
 from ..confidence import trust
@@ -775,6 +777,9 @@ def settle_arguments(findings: list[Finding], runners: dict, calls: dict) -> lis
             elif _graph_at_call_sites(runner, origin, calls.get(f.class_name, ())):
                 _evidence(f, f"{origin}, given a graph tensor where a module of this file calls {f.class_name}")
                 _proven(f)
+            elif _chained_source(runner, f):
+                _evidence(f, _chained_source(runner, f))
+                _proven(f)
             elif is_layer(runner.imports, f.class_name):
                 _evidence(f, f"{origin}: {f.class_name} is chained after other layers (nn.Sequential, a ModuleList, "
                              "add_module), so it gets the previous layer's output")
@@ -816,6 +821,10 @@ def settle_arguments(findings: list[Finding], runners: dict, calls: dict) -> lis
             _evidence(f, f"{f.data.get('origin', '')}, given a graph tensor where a module of the project calls "
                          f"{f.class_name}")
             _proven(f)
+        elif f.data.get("value_kind") == ARG and f.data.get("fed") and f.class_name in runners and (
+                _chained_source(runners[f.class_name], f)):
+            _evidence(f, _chained_source(runners[f.class_name], f))
+            _proven(f)
         elif f.data.get("value_kind") == ARG and f.data.get("fed"):
             _evidence(f, f"{f.data.get('origin', '')}, which {f.class_name} feeds into a learnable computation (a layer "
                          "or a parameter): an activation, on the graph whenever its caller's is")
@@ -823,6 +832,107 @@ def settle_arguments(findings: list[Finding], runners: dict, calls: dict) -> lis
                                      f"{f.class_name} feeds it into a layer or parameter")
         out.append(f)
     return out
+
+
+def _chained_source(runner: ClassRunner, f: Finding) -> str | None:
+    """The proof that the store's argument is a graph tensor when the project chains the class
+    right after a torch layer that holds parameters (``nn.Sequential(nn.Linear(4, 8), Spike())``):
+    ``forward``'s first argument is then that layer's output, on the graph whenever grad is on.
+    Only the first argument (the one the previous layer's output goes to) and only ``forward``
+    (what nn.Sequential calls); None when the project shows no such chain."""
+    m = re.match(r"argument '(\*?)(\w+)'", f.data.get("origin", "") or "")
+    func = runner.info.facts.methods.get("forward") or inherited_forward(runner.imports, runner.info)
+    if m is None or func is None or f.data.get("root_method", "forward") != "forward":
+        return None
+    params = [a.arg for a in func.args.posonlyargs + func.args.args][1:]
+    if m.group(1):  # forward(self, *args): nn.Sequential gives it one argument, the previous output
+        if params or func.args.vararg is None or func.args.vararg.arg != m.group(2):
+            return None
+    elif not params or params[0] != m.group(2):
+        return None
+    found = _chained_after_learnable(runner)
+    if found is None:
+        return None
+    path, line, layer = found
+    where = f"line {line}" if path is None else f"{os.path.relpath(path) if os.path.isabs(path) else path}:{line}"
+    return (f"{f.data['origin']}, the output of {layer}, a layer that holds parameters (on the graph with grad on): "
+            f"{where} chains {f.class_name} right after it in nn.Sequential")
+
+
+def _chained_after_learnable(runner: ClassRunner) -> tuple[str | None, int, str] | None:
+    """Where the project puts an instance of the class into an ``nn.Sequential`` right after a
+    torch layer that holds parameters (the summaries' ``chained``), or after a class of the project
+    that subclasses one (``layer.Linear(nn.Linear)``): (the file, None for this one; the line; the
+    layer), also where it is made under a name a package re-exports it as (``neuron.LIFNode`` for
+    ``neuron/lif.py``'s class); None when nothing does."""
+    imports = runner.imports
+    name = runner.info.node.name
+    qual = f"{imports.module or '__main__'}.{name}"
+    project = imports.project
+    key = ("chained", qual)
+    memo = project.memo if project is not None else {}
+    if key in memo:
+        return memo[key]
+    memo[key] = None
+    places = [(None, entry) for entry in current_summary(imports).get("chained", {}).get(qual, ())]
+    index = getattr(project, "index", None)
+    if index is not None and hasattr(index, "mentioning"):
+        for path in index.mentioning(name):
+            for made, entries in sorted(((index.summary(path) or {}).get("chained") or {}).items()):
+                if made == qual or (made.rpartition(".")[2] == name and (
+                        _resolves_to(project, made, qual) or _star_exported(project, made, qual))):
+                    places += [(path, entry) for entry in entries]
+    for path, (line, layer) in places:
+        learnable = layer if layer.startswith("torch.nn.") else _learnable_subclass(project, layer)
+        if learnable is not None:
+            memo[key] = (path, line, learnable)
+            break
+    return memo[key]
+
+
+def _learnable_subclass(project, qual: str, depth: int = 0) -> str | None:
+    """``layer.Linear (a subclass of torch.nn.Linear)`` when the project's class ``qual`` derives
+    from a torch layer that holds parameters (the generated fact), else None."""
+    found = resolve(project, qual) if project is not None else None
+    if found is None:  # layer.Linear through layer/__init__.py's star import
+        found = next((d for d in (resolve(project, q) for q in _star_sources(project, qual)) if d is not None), None)
+    if found is None or not isinstance(found.node, ast.ClassDef) or depth > 3:
+        return None
+    for base in base_qualnames(found):
+        fact = torch_facts.nn_module(base)
+        if fact is not None:
+            if fact.get("params") and fact.get("graph"):
+                return f"{qual.rpartition('.')[2]} (a subclass of torch.nn.{base.rpartition('.')[2]})"
+            return None
+        deeper = _learnable_subclass(project, base, depth + 1)
+        if deeper is not None:
+            return f"{qual.rpartition('.')[2]} (a subclass of {deeper})"
+    return None
+
+
+def _star_sources(project, made: str) -> list[str]:
+    """What ``made`` (``pkg.neuron.LIFNode``) may name through the star imports of its module
+    (``pkg/neuron/__init__.py``: ``from .lif import *`` gives ``pkg.neuron.lif.LIFNode``)."""
+    module, _, name = made.rpartition(".")
+    parsed = project.parsed(module) if module and project is not None else None
+    if parsed is None:
+        return []
+    package = module if os.path.basename(parsed.path) == "__init__.py" else module.rpartition(".")[0]
+    out = []
+    for node in parsed.tree.body:
+        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+            if not node.level:
+                source = node.module
+            else:
+                parts = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                source = ".".join(parts + ([node.module] if node.module else []))
+            if source:
+                out.append(f"{source}.{name}")
+    return out
+
+
+def _star_exported(project, made: str, qual: str) -> bool:
+    return qual in _star_sources(project, made)
 
 
 def _proven(f: Finding) -> None:
