@@ -1441,9 +1441,9 @@ def _given_to(frame: "Frame", stmt, value: Value) -> tuple | None:
     it) in the caller that made the tensor, or None."""
     if frame.func is None or frame.caller is None or not isinstance(stmt, ast.Assign):
         return None
-    name = _passed_parameter(frame.func, stmt.value, stmt.lineno)
-    if name is None or not isinstance(stmt.value, ast.Name):
-        return None  # only the argument itself, stored as it came
+    if not (isinstance(stmt.value, ast.Name) and stmt.value.id in _params(frame.func)):
+        return None  # only the argument itself, stored as it came (not what the function computes from it)
+    name = stmt.value.id
     found = _caller_made(frame, name, value)
     if found is None:
         return None

@@ -261,9 +261,7 @@ def settle(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
             f = cleared_by_program(f, cleared[line])
         if f.code in STORES and (f.line, f.col) in copies:  # the program's copy that meets the store
             sink, store = copies[(f.line, f.col)]
-            here = getattr(imports.current, "path", "<current>")
-            elsewhere = None if sink.path == here else witness.display_path(sink.path, here)
-            messages.name_copy(f, sink.what, sink.node.lineno, elsewhere, reach=_reach(sink, store))
+            messages.name_copy(f, sink.what, sink.node.lineno, reach=_reach(sink, store))
         kept.append(f)
     out = kept + new
     # one finding at a copy: where it is known what the copied object keeps (GLF202, naming the
@@ -299,8 +297,8 @@ def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
     # copy of another file: whether its run is looked at depends on the files checked with this one
     # and on the module name the front end gives this file, and flake8 and the CLI say the same.
     copies: dict[tuple, tuple] = {}
-    for sink in sorted(sinks, key=lambda s: s.path != here):  # this file's copies first
-        if sink.kind == "copy":
+    for sink in sinks:
+        if sink.kind == "copy" and sink.path == here:
             for kept in sink.kept:
                 if kept.path == here:
                     copies.setdefault((kept.node.lineno, kept.node.col_offset), (sink, kept))
