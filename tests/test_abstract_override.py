@@ -44,14 +44,24 @@ def test_the_base_store_is_reported_naming_the_subclass(tmp_path):
     assert _codes(flake8.stdout) == ["./flows/base.py:25:17: GLF001"], flake8.stdout
 
 
-def test_with_only_the_detached_subclass_nothing_is_reported(tmp_path):
+def _only_the_detached_subclass(tmp_path):
     shutil.copytree(FIXTURE, tmp_path / "p")
     (tmp_path / "p" / "flows" / "lu.py").unlink()
     run = tmp_path / "p" / "run.py"
     run.write_text(run.read_text().replace("from flows.lu import LULinear\n", "LULinear = None\n"))
+
+
+def test_with_only_the_detached_subclass_nothing_is_reported(tmp_path):
+    _only_the_detached_subclass(tmp_path)
     r = _graphleaf("check", "--isolated", "--no-cache", ".", cwd=tmp_path / "p")
     assert r.returncode == 0 and r.stdout == "", r.stdout + r.stderr
+
+
+@pytest.mark.slow  # the twin run with torch: the copy works, as the check above says
+@pytest.mark.torch
+def test_with_only_the_detached_subclass_the_copy_works(tmp_path):
     pytest.importorskip("torch")
+    _only_the_detached_subclass(tmp_path)
     ran = subprocess.run([sys.executable, "run.py", "twin"], capture_output=True, text=True, timeout=300,
                          cwd=tmp_path / "p")
     assert ran.returncode == 0 and ran.stdout.startswith("copied True"), ran.stderr

@@ -116,7 +116,17 @@ def test_a_test_input_copied_by_a_harness(tmp_path, clean):
         assert "copy.deepcopy(inputs) at harness.py:7 will raise" in r.stdout, r.stdout
         assert "harness.py:7:19: GLF201 copy.deepcopy(inputs) will raise: it copies a tensor" in r.stdout, r.stdout
         assert "made by test_rsqrt() at test_ops.py:12 and passed on" in r.stdout, r.stdout
+
+
+@pytest.mark.slow  # the tests run with torch: the check above, confirmed at run time
+@pytest.mark.torch
+@pytest.mark.parametrize("clean", [False, True])
+def test_a_test_input_copied_by_a_harness_runs_as_judged(tmp_path, clean):
     pytest.importorskip("torch")
+    made = ("torch.rand(4, 3, dtype=torch.float64, requires_grad=True)" if clean
+            else "torch.rand(4, 3, requires_grad=True).to(dtype=torch.float64)")
+    (tmp_path / "harness.py").write_text(HARNESS)
+    (tmp_path / "test_ops.py").write_text(TESTS.replace("{made}", made))
     ran = _run(tmp_path, "test_ops.py")
     assert (ran.returncode == 0) == clean, ran.stderr
     if not clean:
@@ -134,7 +144,16 @@ def test_a_batch_item_copied_by_a_post_transform(tmp_path, clean):
     else:
         assert "engine.py:10:9: GLF201 'batch' is or holds a tensor on the autograd graph" in r.stdout, r.stdout
         assert "transforms.py:11:26: GLF201 copy.deepcopy(d[key]) will raise: it copies a tensor" in r.stdout, r.stdout
+
+
+@pytest.mark.slow  # the engine run with torch: the check above, confirmed at run time
+@pytest.mark.torch
+@pytest.mark.parametrize("clean", [False, True])
+def test_a_batch_item_copied_by_a_post_transform_runs_as_judged(tmp_path, clean):
     pytest.importorskip("torch")
+    pred = 'model(batch["image"]).detach()' if clean else 'model(batch["image"])'
+    (tmp_path / "transforms.py").write_text(TRANSFORMS)
+    (tmp_path / "engine.py").write_text(ENGINE.replace("{pred}", pred))
     ran = _run(tmp_path, "engine.py")
     assert (ran.returncode == 0) == clean, ran.stderr
     if not clean:

@@ -111,7 +111,14 @@ def test_dicts_an_object_holds_reach_the_copy(tmp_path, clean):
         assert "trainer.py:18:20: GLF202 deepcopy(self.callback_metrics) will raise" in r.stdout, r.stdout
         assert "model.py:12:9: GLF001 'self.sum_squared_error' (MeanSquaredError) keeps a tensor" in r.stdout, r.stdout
         assert "deepcopy(model.logged) at trainer.py:19" in r.stdout, r.stdout
+
+
+@pytest.mark.slow  # the project run with torch: the check above, confirmed at run time
+@pytest.mark.torch
+@pytest.mark.parametrize("clean", [False, True])
+def test_dicts_an_object_holds_reach_the_copy_at_run_time(tmp_path, clean):
     pytest.importorskip("torch")
+    project = _project(tmp_path, clean)
     ran = subprocess.run([sys.executable, "run.py"], cwd=project, capture_output=True, text=True, timeout=300)
     if clean:
         assert ran.returncode == 0 and "fit ok" in ran.stdout, ran.stderr

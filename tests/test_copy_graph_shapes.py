@@ -38,7 +38,16 @@ def _project(tmp_path: Path, name: str, edit: tuple[str, str, str] | None) -> Pa
     return project
 
 
-def _check_and_run(project: Path, twin: bool, expected: list[str], mentions: list[str], ran_ok: str) -> None:
+# each case twice: what check says (the default run), and the project run with torch, which must
+# fail or pass as the check said (slow: .ci/run runs it after the default run)
+PHASES = ["check", pytest.param("run", marks=[pytest.mark.slow, pytest.mark.torch])]
+
+
+def _check_and_run(project: Path, twin: bool, expected: list[str], mentions: list[str], ran_ok: str,
+                   phase: str) -> None:
+    if phase == "run":
+        _run(project, twin, ran_ok)
+        return
     r = subprocess.run([sys.executable, "-m", "flake8_graphleaf", "check", "--isolated", "--no-cache",
                         "--output-format", "concise", "."], capture_output=True, text=True, timeout=300, cwd=project)
     if twin:
@@ -48,6 +57,9 @@ def _check_and_run(project: Path, twin: bool, expected: list[str], mentions: lis
         assert got == expected, r.stdout
         for text in mentions:
             assert text in r.stdout, r.stdout
+
+
+def _run(project: Path, twin: bool, ran_ok: str) -> None:
     pytest.importorskip("torch")
     ran = subprocess.run([sys.executable, "run.py"], capture_output=True, text=True, timeout=300, cwd=project)
     if twin:
@@ -56,18 +68,20 @@ def _check_and_run(project: Path, twin: bool, expected: list[str], mentions: lis
         assert ran.returncode != 0 and "graph leaves" in ran.stderr, ran.stderr
 
 
+@pytest.mark.parametrize("phase", PHASES)
 @pytest.mark.parametrize("twin", [False, True])
-def test_a_cache_filled_by_the_layers_of_a_module_list(tmp_path, twin):
+def test_a_cache_filled_by_the_layers_of_a_module_list(tmp_path, twin, phase):
     project = _project(tmp_path, "layer_cache", ("run.py", GRAD_SWITCH, "torch.no_grad()") if twin else None)
     _check_and_run(project, twin, ["cache.py:12:13: GLF002", "cache.py:13:13: GLF002", "run.py:18:16: GLF202"],
                    ["cache.keys[...] (GLF002 at cache.py:12, stored by KVCache.update)",
-                    "main() -> Decoder.forward -> Attention.forward -> KVCache.update"], "copied")
+                    "main() -> Decoder.forward -> Attention.forward -> KVCache.update"], "copied", phase)
 
 
+@pytest.mark.parametrize("phase", PHASES)
 @pytest.mark.parametrize("twin", [None, "no_grad", "detach"])
-def test_a_beam_copying_stacks_that_hold_the_decoder_state(tmp_path, twin):
+def test_a_beam_copying_stacks_that_hold_the_decoder_state(tmp_path, twin, phase):
     edit = {"no_grad": ("run.py", GRAD_SWITCH, "torch.no_grad()"),
             "detach": ("beam.py", "output[prev[i]].unsqueeze(0)", "output[prev[i]].unsqueeze(0).detach()")}.get(twin)
     project = _project(tmp_path, "beam_stacks", edit)
     _check_and_run(project, bool(twin), ["beam.py:22:24: GLF202", "beam.py:26:17: GLF002"],
-                   ["main() -> Parser.predict -> Decoder.predict -> TreeBeam.advance"], "decoded")
+                   ["main() -> Parser.predict -> Decoder.predict -> TreeBeam.advance"], "decoded", phase)

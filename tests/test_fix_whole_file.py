@@ -1,5 +1,9 @@
 """``graphleaf fix`` on whole files with several problems, run with torch before and after.
 
+The runs with torch (a training script before and after its fix, and by hand) carry the ``slow``
+marker (``.ci/run`` runs them after the default run); what ``check`` and ``fix`` say and write on
+the same files is asserted in the default run by the ``*_statically`` tests, without torch.
+
 - fixtures/fix/training_script.py: an attention module caching its softmax on ``self``, a forward
   hook filling ``model.activations[name]``, an EMA helper and a best-model ``copy.deepcopy``, and
   clean look-alikes (an int counter, a buffer updated from a detached statistic).  Every proven
@@ -22,7 +26,6 @@ import pytest
 
 from test_cli import FIXTURES, run
 
-pytestmark = pytest.mark.torch
 FIX = FIXTURES / "fix"
 
 
@@ -30,6 +33,8 @@ def _python(script, cwd):
     return subprocess.run([sys.executable, str(script)], cwd=cwd, capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
+@pytest.mark.torch
 @pytest.mark.parametrize("unsafe", [False, True], ids=["safe", "unsafe"])
 def test_every_problem_of_the_training_script_is_fixed_and_it_prints_the_hand_fixed_numbers(tmp_path, unsafe):
     pytest.importorskip("torch")
@@ -62,6 +67,8 @@ def test_every_problem_of_the_training_script_is_fixed_and_it_prints_the_hand_fi
     assert "Fixed 0 findings in 0 files" in again.stdout, again.stdout
 
 
+@pytest.mark.slow
+@pytest.mark.torch
 def test_a_stored_regularizer_keeps_its_gradient_and_its_copy_works(tmp_path):
     pytest.importorskip("torch")
     script = tmp_path / "reg.py"
@@ -90,6 +97,8 @@ def test_a_stored_regularizer_keeps_its_gradient_and_its_copy_works(tmp_path):
     assert lines[3].startswith("copied ")
 
 
+@pytest.mark.slow
+@pytest.mark.torch
 def test_a_training_step_store_on_the_model_it_is_given_gets_the_model_class_copy_safe_state(tmp_path):
     """``model.last_out = model(x)`` in a function: the class comes from the call sites (the copy
     graph's run), the class gets the copy-safe state, and the function's finding goes with it."""
@@ -101,4 +110,48 @@ def test_a_training_step_store_on_the_model_it_is_given_gets_the_model_class_cop
     assert "GLF001 fixed: add Net.__getstate__" in r.stdout and "0 left" in r.stdout, r.stdout
     after = _python(script, tmp_path)
     assert after.returncode == 0 and after.stdout.strip() == "torch.Size([2, 4])", after.stderr
+    assert run("check", script.name, cwd=tmp_path).returncode == 0
+
+
+def test_every_problem_of_the_training_script_is_fixed_statically(tmp_path):
+    """What the slow test above runs with torch, as check and fix say it: the four findings, each
+    fixable one fixed in one run (safe, then unsafe on a fresh copy), nothing left after."""
+    for unsafe in (False, True):
+        script = tmp_path / ("unsafe" if unsafe else "safe") / "train.py"
+        script.parent.mkdir()
+        shutil.copyfile(FIX / "training_script.py", script)
+        checked = run("check", "--output-format", "json", script.name, cwd=script.parent)
+        findings = json.loads(checked.stdout)
+        assert {(f["code"], f["location"]["row"]) for f in findings} == {
+            ("GLF001", 19), ("GLF003", 65), ("GLF202", 74), ("GLF202", 100)}
+        fixable = [f for f in findings if f.get("fix") and f["fix"]["applicability"] == "safe"]
+        r = run("fix", *(["--unsafe-fixes"] if unsafe else []), script.name, cwd=script.parent)
+        assert "GLF001 fixed" in r.stdout and "GLF003 fixed" in r.stdout and "0 left" in r.stdout, r.stdout
+        assert len(fixable) == r.stdout.count(" fixed: "), (checked.stdout, r.stdout)
+        again = run("fix", "--unsafe-fixes", script.name, cwd=script.parent)
+        assert "Fixed 0 findings in 0 files" in again.stdout, again.stdout
+
+
+def test_a_stored_regularizer_gets_the_copy_safe_state_statically(tmp_path):
+    """The slow test's check and fix steps: the copy-safe state at every setting, the store untouched."""
+    script = tmp_path / "reg.py"
+    shutil.copyfile(FIX / "regularizer.py", script)
+    shown = json.loads(run("check", "--output-format", "json", "--confidence", "low", script.name,
+                           cwd=tmp_path).stdout)
+    store = next(f for f in shown if f["code"] == "GLF001")
+    assert store["fix"]["applicability"] == "safe" and "__getstate__" in store["fix"]["message"]
+    assert "line 26 uses 'reg_loss'" in store["fix"]["message"]
+    for flags in ([], ["--unsafe-fixes"], ["--unsafe-fixes", "--confidence", "low"]):
+        diff = run("fix", "--diff", *flags, script.name, cwd=tmp_path).stdout
+        assert "def __getstate__" in diff and ".detach()" not in "".join(
+            line for line in diff.splitlines() if line.startswith("+") and "reg_loss =" in line)
+    run("fix", "--unsafe-fixes", script.name, cwd=tmp_path)
+    assert "self.reg_loss = h.abs().mean()\n" in script.read_text()
+
+
+def test_a_training_step_store_gets_the_model_class_copy_safe_state_statically(tmp_path):
+    script = tmp_path / "step.py"
+    shutil.copyfile(FIX / "train_step_store.py", script)
+    r = run("fix", script.name, cwd=tmp_path)
+    assert "GLF001 fixed: add Net.__getstate__" in r.stdout and "0 left" in r.stdout, r.stdout
     assert run("check", script.name, cwd=tmp_path).returncode == 0

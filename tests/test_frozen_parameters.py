@@ -56,7 +56,16 @@ def test_a_frozen_parameter_is_no_grad_source(tmp_path, frozen):
     else:
         assert "rocket.py:19:9: GLF001 'self.biases' (Features) keeps a tensor on the autograd graph (from parameter " \
                "self.kernels)" in r.stdout, r.stdout
+
+
+@pytest.mark.slow  # the model run with torch: the check above, confirmed at run time
+@pytest.mark.torch
+@pytest.mark.parametrize("frozen", [True, False])
+def test_a_frozen_parameter_is_no_grad_source_at_run_time(tmp_path, frozen):
     pytest.importorskip("torch")
+    path = tmp_path / "rocket.py"
+    path.write_text(MODEL.replace("{flag}", "False" if frozen else "True")
+                    .replace("{call}", "" if frozen else "model.unfreeze()"))
     ran = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300)
     if frozen:
         assert ran.returncode == 0 and "copied" in ran.stdout, ran.stderr

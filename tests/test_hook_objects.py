@@ -94,7 +94,14 @@ def test_a_subclass_hook_registered_by_its_base_in_another_file(tmp_path, detach
         assert "core.py" not in r.stdout, r.stdout  # the base's own forward stores nothing
         assert "rules.py:6:9: GLF003" in f8.stdout, f8.stdout
         assert "[medium confidence: taken on trust: input of the hooked module is taken to be on the graph" in r.stdout
+
+
+@pytest.mark.slow  # the project run with torch: the check above, confirmed at run time
+@pytest.mark.torch
+@pytest.mark.parametrize("detached", [False, True])
+def test_a_subclass_hook_registered_by_its_base_in_another_file_runs_as_judged(tmp_path, detached):
     pytest.importorskip("torch")
+    project = _project(tmp_path, detached)
     ran = subprocess.run([sys.executable, "run.py"], cwd=project, capture_output=True, text=True, timeout=300)
     if detached:
         assert ran.returncode == 0 and "copied" in ran.stdout, ran.stderr

@@ -168,6 +168,8 @@ def test_witness_steps_quote_the_lines_as_written_in_json_sarif_and_text():
     assert "** (-0.5)" not in text
 
 
+@pytest.mark.slow  # explain --run: the fixture run with torch (the other explain --run tests are slow too)
+@pytest.mark.torch
 def test_explain_prints_the_same_message_as_check():
     found = _messages(_check("--output-format", "concise", str(SCRIPT)).stdout)
     r = run("explain", "--run", str(SCRIPT), cwd=ROOT)
@@ -176,6 +178,8 @@ def test_explain_prints_the_same_message_as_check():
     assert f"static: GLF202 {found[(62, 'GLF202')]}" in r.stdout, r.stdout
 
 
+@pytest.mark.slow  # the fixture run with torch: what the messages above describe, confirmed at run time
+@pytest.mark.torch
 def test_the_fixture_really_fails_at_the_copy():
     pytest.importorskip("torch")
     ran = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True, timeout=300)

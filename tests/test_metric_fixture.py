@@ -26,6 +26,8 @@ def test_reports_exactly_the_marked_lines(command):
     assert parse(r.stdout, PROJECT) == marked(PROJECT), r.stdout + r.stderr
 
 
+@pytest.mark.slow  # the fixture run with torch: the marked lines above, confirmed at run time
+@pytest.mark.torch
 def test_the_cache_keeps_the_graph_and_the_twin_does_not():
     pytest.importorskip("torch")
     script = """

@@ -69,7 +69,15 @@ def test_a_layer_binding_its_own_deepcopy(tmp_path, bound):
                 and "taken on trust: WNLinear's own __deepcopy__ is taken to copy" in opt_in.stdout), opt_in.stdout
     else:
         assert "layer.py:12:9: GLF101 legacy torch.nn.utils.weight_norm" in r.stdout, r.stdout
+
+
+@pytest.mark.slow  # the layer run with torch: the two outcomes the check above gives, confirmed
+@pytest.mark.torch
+@pytest.mark.parametrize("bound", [True, False])
+def test_a_layer_binding_its_own_deepcopy_copies_and_the_other_raises(tmp_path, bound):
     pytest.importorskip("torch")
+    path = tmp_path / "layer.py"
+    path.write_text(LAYER.replace("{bind}", "self._fix_weight_norm_deepcopy()" if bound else "pass"))
     ran = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300)
     if bound:
         assert ran.returncode == 0 and "copied" in ran.stdout, ran.stderr

@@ -54,7 +54,15 @@ def test_a_property_backbone(tmp_path, detached):
     else:
         assert "mtl.py:20:13: GLF001 'self.rep' (MultiTask) keeps a tensor on the autograd graph (from self.backbone(...))" \
             in r.stdout, r.stdout
+
+
+@pytest.mark.slow  # the model run with torch: the check above, confirmed at run time
+@pytest.mark.torch
+@pytest.mark.parametrize("detached", [False, True])
+def test_a_property_backbone_runs_as_judged(tmp_path, detached):
     pytest.importorskip("torch")
+    path = tmp_path / "mtl.py"
+    path.write_text(MODEL.replace("{rep}", "rep.detach()" if detached else "rep"))
     ran = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300)
     if detached:
         assert ran.returncode == 0 and "copied" in ran.stdout, ran.stderr

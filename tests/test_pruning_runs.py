@@ -63,7 +63,16 @@ def test_pruning_made_permanent_by_a_later_loop(tmp_path, permanent):
         assert r.returncode == 0 and r.stdout == "", r.stdout
     else:
         assert "model.py:12:9: GLF103" in r.stdout and "model.py:25:13: GLF103" in r.stdout, r.stdout
+
+
+@pytest.mark.slow  # the model run with torch: the check above, confirmed at run time
+@pytest.mark.torch
+@pytest.mark.parametrize("permanent", [True, False])
+def test_pruning_made_permanent_by_a_later_loop_copies_and_the_other_raises(tmp_path, permanent):
     pytest.importorskip("torch")
+    path = tmp_path / "model.py"
+    path.write_text(MODEL.replace("{removed}", "pairs" if permanent else "pairs[:0]").replace(
+        "{loop}", "self.body" if permanent else "self.body[:1]"))
     ran = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300)
     if permanent:
         assert ran.returncode == 0 and "copied" in ran.stdout, ran.stderr

@@ -83,7 +83,16 @@ def test_a_rollout_put_on_a_context_queue(tmp_path, detached):
     else:
         assert "actor.py:16:9: GLF301 queue.put(...) will fail: it sends a tensor on the autograd graph" in r.stdout, r.stdout
         assert r.stdout.count("GLF301") == 1, r.stdout  # the None put after the loop is not one
+
+
+@pytest.mark.slow  # the rollout run with torch (a spawned process): the check above, confirmed
+@pytest.mark.torch
+@pytest.mark.parametrize("detached", [False, True])
+def test_a_rollout_put_on_a_context_queue_runs_as_judged(tmp_path, detached):
     pytest.importorskip("torch")
+    (tmp_path / "actor.py").write_text(ACTOR.replace("{log_prob}", "log_prob.detach()" if detached else "log_prob"))
+    (tmp_path / "policy.py").write_text(POLICY)
+    (tmp_path / "run.py").write_text(RUN)
     ran = subprocess.run([sys.executable, "run.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     if detached:
         assert ran.returncode == 0 and "sent" in ran.stdout, ran.stderr

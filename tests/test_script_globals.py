@@ -30,6 +30,8 @@ def test_reports_exactly_the_marked_lines(command):
     assert parse(r.stdout, PROJECT) == marked(PROJECT), r.stdout + r.stderr
 
 
+@pytest.mark.slow  # the fixture run with torch: the marked lines above, confirmed at run time
+@pytest.mark.torch
 def test_the_marked_copies_raise_and_the_twins_copy():
     pytest.importorskip("torch")
     r = subprocess.run([sys.executable, "train.py"], capture_output=True, text=True, cwd=PROJECT, timeout=300)

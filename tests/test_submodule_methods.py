@@ -81,9 +81,9 @@ def test_the_fix_keeps_the_numbers_and_the_copy_works(tmp_path):
     assert again.returncode == 0, again.stdout
 
 
-def test_the_twin_that_keeps_detached_values_is_clean_and_copies(tmp_path):
-    """The sampler keeps detached copies of what it computes and the layer keeps the posterior's
-    value as a float: nothing is reported, and the copy after a training step works."""
+def _twin(tmp_path):
+    """The fixture with the sampler keeping detached copies of what it computes and the layer
+    keeping the posterior's value as a float."""
     shutil.copytree(FIXTURE, tmp_path / "p")
     sampler = tmp_path / "p" / "pkg" / "sampler.py"
     sampler.write_text(sampler.read_text()
@@ -99,8 +99,19 @@ def test_the_twin_that_keeps_detached_values_is_clean_and_copies(tmp_path):
                                                "self.weight_sampler.log_posterior().item()"))
     train = tmp_path / "p" / "train.py"
     train.write_text(train.read_text().replace(" + 1e-3 * model.log_variational_posterior", ""))
+
+
+def test_the_twin_that_keeps_detached_values_is_clean(tmp_path):
+    """The twin (_twin): nothing is reported."""
+    _twin(tmp_path)
     r = _graphleaf("check", "--isolated", "--no-cache", ".", cwd=tmp_path / "p")
     assert r.returncode == 0 and r.stdout == "" and "All clear" in r.stderr, r.stdout
+
+
+@pytest.mark.slow  # the twin run with torch: the copy after a training step works, as checked above
+@pytest.mark.torch
+def test_the_twin_that_keeps_detached_values_copies(tmp_path):
     pytest.importorskip("torch")
+    _twin(tmp_path)
     ran = subprocess.run([sys.executable, "train.py"], capture_output=True, text=True, timeout=300, cwd=tmp_path / "p")
     assert ran.returncode == 0 and "copied True" in ran.stdout, ran.stderr

@@ -53,7 +53,15 @@ def test_a_tensor_dataset_of_a_leaf_that_requires_grad(tmp_path, grad):
         assert "run.py:7:14: GLF301 DataLoader(make_dataset(), ...)" in r.stdout, r.stdout
     else:
         assert r.returncode == 0 and r.stdout == "", r.stdout
+
+
+@pytest.mark.slow  # the loader run with torch (a worker process): the check above, confirmed
+@pytest.mark.torch
+@pytest.mark.parametrize("grad", [True, False])
+def test_a_tensor_dataset_of_a_leaf_that_requires_grad_runs_as_judged(tmp_path, grad):
     pytest.importorskip("torch")
+    (tmp_path / "data.py").write_text(DATA.replace("{grad}", str(grad)))
+    (tmp_path / "run.py").write_text(RUN)
     ran = subprocess.run([sys.executable, "run.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     if grad:
         assert ran.returncode != 0 and ("stack()" in ran.stderr or "non-leaf" in ran.stderr), ran.stderr
@@ -61,7 +69,8 @@ def test_a_tensor_dataset_of_a_leaf_that_requires_grad(tmp_path, grad):
         assert ran.returncode == 0 and "batches 2" in ran.stdout, ran.stderr
 
 
-def test_the_unsafe_fix_builds_the_dataset_from_detached_tensors_and_the_loader_runs(tmp_path):
+def _fixed_unsafely(tmp_path):
+    """The project with the unsafe fix applied (the safe run first: it leaves the dataset alone)."""
     (tmp_path / "data.py").write_text(DATA.replace("{grad}", "True"))
     (tmp_path / "run.py").write_text(RUN)
     safe = subprocess.run([sys.executable, "-m", "flake8_graphleaf", "fix", "--isolated", "--no-cache", str(tmp_path)],
@@ -70,10 +79,20 @@ def test_the_unsafe_fix_builds_the_dataset_from_detached_tensors_and_the_loader_
     fixed = subprocess.run([sys.executable, "-m", "flake8_graphleaf", "fix", "--isolated", "--no-cache",
                             "--unsafe-fixes", str(tmp_path)], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert "TensorDataset(features.detach(), targets.detach())" in (tmp_path / "data.py").read_text(), fixed.stdout
+
+
+def test_the_unsafe_fix_builds_the_dataset_from_detached_tensors(tmp_path):
+    _fixed_unsafely(tmp_path)
     r = subprocess.run([sys.executable, "-m", "flake8_graphleaf", "check", "--isolated", "--no-cache",
                         "--output-format", "concise", str(tmp_path)], capture_output=True, text=True, timeout=300,
                        cwd=ROOT)
     assert r.returncode == 0 and r.stdout == "", r.stdout
+
+
+@pytest.mark.slow  # the fixed project run with torch (a worker process): the loader runs
+@pytest.mark.torch
+def test_the_unsafe_fix_builds_the_dataset_from_detached_tensors_and_the_loader_runs(tmp_path):
     pytest.importorskip("torch")
+    _fixed_unsafely(tmp_path)
     ran = subprocess.run([sys.executable, "run.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert ran.returncode == 0 and "batches 2" in ran.stdout, ran.stderr

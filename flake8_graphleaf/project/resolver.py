@@ -121,41 +121,50 @@ class FileResolver(ProjectView):
             for holder in sorted({folder, os.path.dirname(folder)}):
                 if not os.path.join(holder, "").startswith(root):
                     continue  # above the project's root: not the project's files
-                for user in _files_in(holder):
+                for user in self._files_in(holder):
                     # a user copies or sends something itself, or calls into a module of its
                     # folder that does (a script running a trainer whose file deep-copies)
-                    reached, sinks = self._reached_from(user, words)
+                    reached, sinks, own = self._reached_from(user, words)
                     if sinks and self._may_run(user):
-                        own = any(w in self.index.text(user) for w in words)
                         for module, depth in reached.items():
                             table.setdefault(module, []).append((depth, not own, user))
         # the nearest first: a file that imports the module itself and copies, then those that
         # reach it through more imports
         return [p for _, _, p in sorted(table.get(module, [])) if p != here][:USERS]
 
+    def _files_in(self, folder: str) -> list[str]:
+        """:func:`_files_in`, once per folder and process (a folder is the parent of each of its
+        subfolders: users_of lists it for each)."""
+        key = ("files-in", folder)
+        if key not in self.memo:
+            self.memo[key] = _files_in(folder)
+        return self.memo[key]
+
     def _may_run(self, user: str) -> bool:
         """Can a run of ``user`` start anywhere: a function at its top, or module-level code other
         than imports and class statements? A file of classes only (a decoder that imports the
-        beam) starts nothing: the run that matters is its user's, a training script's."""
+        beam) starts nothing: the run that matters is its user's, a training script's. (One
+        search of the text, each line's start tried: no split into lines.)"""
         key = ("may-run", user)
         if key not in self.memo:
-            self.memo[key] = any(_STARTS.match(line) for line in self.index.text(user).split("\n"))
+            self.memo[key] = _STARTS_LINE.search(self.index.text(user)) is not None
         return self.memo[key]
 
-    def _reached_from(self, user: str, words: tuple[str, ...]) -> tuple[dict[str, int], bool]:
+    def _reached_from(self, user: str, words: tuple[str, ...]) -> tuple[dict[str, int], bool, bool]:
         """(the modules ``user`` imports, and those its imported modules of its own folder and
         below import, USER_DEPTH steps deep, each with the step it is first reached at; whether
-        the user or one of those files of its folder has one of ``words``). Once per user and
-        words: a user is asked about from each folder it may reach."""
+        the user or one of those files of its folder has one of ``words``; whether the user's own
+        text has one). Once per user and words: a user is asked about from each folder it may
+        reach."""
         key = ("reached-from", user, words)
         if key not in self.memo:
             self.memo[key] = self._walk_reached(user, words)
         return self.memo[key]
 
-    def _walk_reached(self, user: str, words: tuple[str, ...]) -> tuple[dict[str, int], bool]:
+    def _walk_reached(self, user: str, words: tuple[str, ...]) -> tuple[dict[str, int], bool, bool]:
         scope = os.path.join(os.path.dirname(user), "")
         reached: dict[str, int] = {}
-        sinks = any(w in self.index.text(user) for w in words)
+        own = sinks = any(w in self.index.text(user) for w in words)
         todo, seen = [user], {user}
         for depth in range(USER_DEPTH):
             following = []
@@ -168,7 +177,7 @@ class FileResolver(ProjectView):
                         following.append(found)
                         sinks = sinks or any(w in self.index.text(found) for w in words)
             todo = following
-        return reached, sinks
+        return reached, sinks, own
 
     def _imports_of(self, path: str) -> set[str]:
         key = ("imports-of", path)
@@ -261,6 +270,9 @@ USERS = 2  # files whose runs are looked at for one module (users_of)
 # a top-level line that may start a run: a function, or code that is no import, class, decorator,
 # comment, string or the rest of a bracket (a line inside a docstring may count: it costs a parse)
 _STARTS = re.compile(r"(?:async[ \t]+)?def[ \t]|(?!import[ \t]|from[ \t]|class[ \t]|@|#|[\"')\]}]|\s|$)")
+# _STARTS tried at the start of every line of a text in one search (``\s`` in the lookahead
+# refuses the newline of an empty line, as ``$`` does at the end of a line on its own)
+_STARTS_LINE = re.compile(r"^(?:" + _STARTS.pattern + ")", re.M)
 USER_DEPTH = 3  # import steps from a user to the module it may reach (users_of)
 
 

@@ -68,6 +68,11 @@ def target_root(node: ast.AST) -> tuple[str, str | None] | None:
     return None
 
 
+
+# (walker class, statement class) -> the class's do_<statement class> function, or None (Walker.block)
+_DO_METHODS: dict = {}
+_UNSEEN = object()
+
 class Walker:
     def __init__(self, ev: Evaluator, on_store: Callable[[Store], None] | None = None):
         self.ev = ev
@@ -100,10 +105,14 @@ class Walker:
         saved = self.eval_only
         try:
             for stmt in body:
-                method = getattr(self, "do_" + stmt.__class__.__name__, None)
+                # the class's do_<statement type>, looked up once per (walker class, statement type)
+                kind = (self.__class__, stmt.__class__)
+                method = _DO_METHODS.get(kind, _UNSEEN)
+                if method is _UNSEEN:
+                    method = _DO_METHODS[kind] = getattr(self.__class__, "do_" + stmt.__class__.__name__, None)
                 if method is not None:
                     self.stmt = stmt
-                    method(stmt)
+                    method(self, stmt)
                 if self._stop:
                     break
                 if self._eval_after:  # if self.training: return ... -- the rest runs in eval mode only

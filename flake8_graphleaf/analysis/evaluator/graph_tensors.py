@@ -40,6 +40,11 @@ _TENSOR_QUALS = ("torch.Tensor", *_PARAMETER_QUALS)
 MethodCallback = Callable[[str, list, dict, bool], "Value | None"]
 
 
+
+# (evaluator class, node class) -> the class's eval_<node class> function, or None (Evaluator.eval)
+_EVAL_METHODS: dict = {}
+_UNSEEN = object()
+
 class Evaluator(CallSemantics):
     """Evaluates expressions of one function body against an environment of names."""
 
@@ -157,10 +162,16 @@ class Evaluator(CallSemantics):
     def eval(self, node: ast.AST | None) -> Value:
         if node is None:
             return NOTHING
-        method = getattr(self, "eval_" + node.__class__.__name__, None)
+        # the class's eval_<node type>, looked up once per (evaluator class, node type): the
+        # evaluators are walked node by node, and building the name and getattr on every node
+        # cost about a tenth of a second on torch
+        kinds = node.__class__
+        method = _EVAL_METHODS.get((self.__class__, kinds), _UNSEEN)
+        if method is _UNSEEN:
+            method = _EVAL_METHODS[(self.__class__, kinds)] = getattr(self.__class__, "eval_" + kinds.__name__, None)
         if method is None:
             return NOTHING
-        return method(node)
+        return method(self, node)
 
     def eval_Constant(self, node: ast.Constant) -> Value:
         if isinstance(node.value, str) and node.value.isidentifier():

@@ -1355,7 +1355,19 @@ def _imported_live(project, qual: str, scope: str = "") -> bool:
     """Is ``qual`` a module of the program, or a name of one, whose text names a copy or a send?
     For a module in the run's scope (the file's folder and below, where a run follows calls),
     also one that imports such a module of its folder a few steps on (S2SModel -> ProdDecoder
-    -> the beam that copies); a run does not follow calls elsewhere, so there its own text decides."""
+    -> the beam that copies); a run does not follow calls elsewhere, so there its own text decides.
+    Once per name and scope (the files of one folder import much the same names)."""
+    memo = getattr(project, "memo", None)
+    if memo is None:
+        return _find_imported_live(project, qual, scope)
+    key = ("imported-live", qual, scope)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = _find_imported_live(project, qual, scope)
+    return found
+
+
+def _find_imported_live(project, qual: str, scope: str) -> bool:
     for module in (qual, qual.rpartition(".")[0]):
         if module:
             path = project.located(module) if scope else None

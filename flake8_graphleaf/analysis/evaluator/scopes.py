@@ -49,15 +49,9 @@ def public_roots(info: ClassInfo, reached: set[str]) -> list[str]:
     if info.is_metric:
         return []  # torchmetrics: compute() runs on states update() kept under no_grad
     methods = info.facts.methods
-    referred: set[str] = set()
-    for caller, func in methods.items():
-        me = self_name(func)
-        for n in walk(func):
-            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == me and n.attr != caller:
-                referred.add(n.attr)
-    out = []
+    candidates = []
     for name, func in methods.items():
-        if name.startswith("_") or name in reached or name in referred or name in _NOT_PUBLIC:
+        if name.startswith("_") or name in reached or name in _NOT_PUBLIC:
             continue
         if is_forward_root(name, info) or _LIGHTNING_NO_GRAD.search(name):
             continue
@@ -65,8 +59,16 @@ def public_roots(info: ClassInfo, reached: set[str]) -> list[str]:
             continue
         if self_name(func) is None or _abstract(func) or isinstance(func, ast.AsyncFunctionDef):
             continue
-        out.append(name)
-    return out
+        candidates.append(name)
+    if not candidates:
+        return []  # nothing public to run: the class's references to its methods are not needed
+    referred: set[str] = set()
+    for caller, func in methods.items():
+        me = self_name(func)
+        for n in walk(func):
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == me and n.attr != caller:
+                referred.add(n.attr)
+    return [name for name in candidates if name not in referred]
 
 
 SUBMODULE_CALL = re.compile(r"^\w+\.(\w+)(\[\.\.\.\])?(\(\.\.\.\))?$")

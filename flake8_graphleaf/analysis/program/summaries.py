@@ -369,6 +369,8 @@ def made_only_without_grad(imports, class_name: str) -> bool:
     """Is every instantiation of this class, in this file and the project, under no_grad?"""
     qual = f"{imports.module or '__main__'}.{class_name}"
     modes = set(current_summary(imports)["made"].get(qual, ()))
+    if True in modes:
+        return False  # made with grad on in this file: the project's other files change nothing
     index = getattr(imports.project, "index", None)
     if index is not None:
         modes |= index.made_in(qual)
