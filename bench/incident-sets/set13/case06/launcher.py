@@ -1,0 +1,19 @@
+import torch
+import torch.multiprocessing as mp
+
+
+def _fit_worker(rank, generator, config):
+    torch.manual_seed(config["seed"] + rank)
+    opt = torch.optim.AdamW(generator.parameters(), lr=config["lr"])
+    for _ in range(config["steps"]):
+        z = torch.randn(2, 16, 8)
+        audio = generator(z)
+        loss = audio.abs().mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    print(f"rank {rank}: loss {loss.item():.4f}", flush=True)
+
+
+def launch(generator, config, nprocs=1):
+    mp.start_processes(_fit_worker, args=(generator, config), nprocs=nprocs, start_method="spawn")  # BREAKS

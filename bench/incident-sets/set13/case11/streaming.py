@@ -1,0 +1,21 @@
+import torch
+from torch import nn
+
+
+class FrameEncoder(nn.Module):
+    def __init__(self, dim=32):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(64, dim), nn.GELU(), nn.Linear(dim, 8))
+
+    def forward(self, frame):
+        return self.net(frame)
+
+
+def backward_worker(stream, n_items):
+    torch.manual_seed(1)
+    total = 0.0
+    for _ in range(n_items):
+        step, output = stream.get()
+        loss = output.pow(2).mean()
+        total += float(loss)
+    print(f"learner saw {n_items} outputs, mean loss {total / n_items:.4f}", flush=True)
