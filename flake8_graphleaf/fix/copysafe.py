@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import ast
 
+from ..analysis.evaluator.copy_protocol import handed_reads, handed_roots
 from .cst import Covered, NoFix, diff_edit, find, indent_unit, parse, replace, torch_name
 
 MARK = "# graphleaf: copies (copy.deepcopy, pickle, torch.save) get detached values of the"
@@ -247,26 +248,8 @@ def _handed_over(method: ast.FunctionDef, names: list[str]) -> list[ast.Attribut
     """The ``self.<name>`` reads that a ``__reduce__`` returns or a ``__deepcopy__`` deep-copies, as
     they are (``(Prediction, (self.inputs, self.values))``, ``copy.deepcopy(self.state, memo)``)."""
     me = method.args.args[0].arg if method.args.args else "self"
-    if method.name == "__deepcopy__":
-        roots = [c.args[0] for c in ast.walk(method) if isinstance(c, ast.Call) and c.args and (
-            (isinstance(c.func, ast.Attribute) and c.func.attr == "deepcopy")
-            or (isinstance(c.func, ast.Name) and c.func.id == "deepcopy"))]
-    else:
-        roots = [e for r in ast.walk(method) if isinstance(r, ast.Return) and isinstance(r.value, ast.Tuple)
-                 for e in r.value.elts[1:]]
-    out, todo = [], list(roots)
-    while todo:
-        n = todo.pop()
-        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == me:
-            if n.attr in names or ALL in names:
-                out.append(n)
-        elif isinstance(n, (ast.Tuple, ast.List, ast.Set)):
-            todo += n.elts
-        elif isinstance(n, ast.Dict):
-            todo += [v for v in n.values if v is not None]
-        elif isinstance(n, ast.Starred):
-            todo.append(n.value)
-    return out
+    found = handed_reads(handed_roots(method), me) or []
+    return [n for n in found if n.attr in names or ALL in names]
 
 
 def _protocol_fix(ctx, class_name: str, method: ast.FunctionDef, names: list[str], shapes: dict):

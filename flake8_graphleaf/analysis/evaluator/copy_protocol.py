@@ -55,23 +55,23 @@ def covers(covered, attr: str) -> bool:
     return attr not in covered if isinstance(covered, Only) else attr in covered
 
 
-def _self_reads(nodes, me: str) -> set[str] | None:
-    """The attributes of ``me`` that ``nodes`` hand over as they are (``self.state``, or inside a
+def handed_reads(nodes, me: str) -> list[ast.Attribute] | None:
+    """The ``self.<name>`` reads that ``nodes`` hand over as they are (``self.state``, or inside a
     tuple, list or dict display); None where the whole instance is (``self.__dict__``,
     ``vars(self)``, ``self`` itself). What is computed from an attribute (``self.state.detach()``)
     is a new value, not the attribute."""
-    out: set[str] = set()
     for top in nodes:
         for n in ast.walk(top):
             if (isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == me
                     and n.attr == "__dict__") or (isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
                                                   and n.func.id == "vars"):
                 return None
+    out: list[ast.Attribute] = []
     todo = list(nodes)
     while todo:
         n = todo.pop()
         if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == me:
-            out.add(n.attr)
+            out.append(n)
         elif isinstance(n, ast.Name) and n.id == me:
             return None
         elif isinstance(n, (ast.Tuple, ast.List, ast.Set)):
@@ -81,6 +81,22 @@ def _self_reads(nodes, me: str) -> set[str] | None:
         elif isinstance(n, ast.Starred):
             todo.append(n.value)
     return out
+
+
+def handed_roots(method: ast.FunctionDef) -> list[ast.AST]:
+    """What a ``__deepcopy__`` passes to a deep copy (each call's first argument), or the arguments
+    and state a ``__reduce__`` / ``__reduce_ex__`` returns (each returned tuple after the callable)."""
+    if method.name == "__deepcopy__":
+        return [c.args[0] for c in ast.walk(method) if isinstance(c, ast.Call) and c.args and (
+            (isinstance(c.func, ast.Attribute) and c.func.attr == "deepcopy")
+            or (isinstance(c.func, ast.Name) and c.func.id == "deepcopy"))]
+    return [e for r in ast.walk(method) if isinstance(r, ast.Return) and isinstance(r.value, ast.Tuple)
+            for e in r.value.elts[1:]]
+
+
+def _self_reads(nodes, me: str) -> set[str] | None:
+    found = handed_reads(nodes, me)
+    return None if found is None else {n.attr for n in found}
 
 
 def _protocol_reach(info) -> "Only | None":
@@ -101,7 +117,7 @@ def _protocol_reach(info) -> "Only | None":
             if any(isinstance(n, ast.Attribute) and n.attr in ("__reduce__", "__reduce_ex__")
                    for n in ast.walk(method)):
                 return None  # the base's reduce: the whole instance
-            found = _self_reads([e for r in returns for e in r.elts[1:]], me)
+            found = _self_reads(handed_roots(method), me)
             return Only(found) if found is not None else frozenset()  # the instance's __dict__: all of it
     method = methods.get("__deepcopy__")
     if method is not None and method.args.args:
@@ -113,7 +129,7 @@ def _protocol_reach(info) -> "Only | None":
             return None  # a base's __deepcopy__ runs too
         if any(isinstance(a, ast.Name) and a.id == me for c in copied for a in c.args):
             return None
-        found = _self_reads([a for c in copied for a in c.args[:1]], me)
+        found = _self_reads(handed_roots(method), me)
         return Only(found) if found is not None else frozenset()
     return None
 
