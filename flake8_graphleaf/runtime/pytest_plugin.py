@@ -66,6 +66,12 @@ def pytest_configure(config: pytest.Config) -> None:
         import torch  # noqa: F401
     except ImportError:
         raise pytest.UsageError(INSTALL_HINT) from None
+    from .trace import choose_backend
+
+    try:
+        choose_backend()  # GRAPHLEAF_TRACER, checked once: a wrong value is a usage error, not a failed test
+    except ValueError as exc:
+        raise pytest.UsageError(f"graphleaf: {exc}") from None
     json_path = _option(config, "graphleaf_json") or None
     if json_path:
         json_path = os.path.join(str(config.invocation_params.dir), json_path)

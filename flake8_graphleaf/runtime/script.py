@@ -48,7 +48,7 @@ from torch.utils import data as tud
 from .explanation import explain
 from .findings import Findings, GraphTensor, Source, display_path, format_explanation
 from .static_map import StaticIndex, user_class_files
-from .trace import _THIS_FILE as _TRACE_FILE, StoreLog, StoreRecord, StoreTracer, _caller
+from .trace import _THIS_FILE as _TRACE_FILE, StoreLog, StoreRecord, StoreTracer, _caller, choose_backend
 from .walk import TORCH_DIR, _graph_leaf_error, _return_line, find_graph_tensors
 
 _HERE = os.path.abspath(__file__)
@@ -524,6 +524,9 @@ def _sources_for(item: GraphTensor, failure: Failure, rec: Recorder, index: Stat
         if not item.sources and not isinstance(owner, nn.Module) and chain:
             extra += _assignments(owner, chain[0])
     root_site = rec.given.get(failure.obj) or rec.put_sites.get(failure.obj) or rec.sites.get(failure.obj)
+    if root_site is None and failure.kind == "pickle" and failure.call is not None and not item.sources \
+            and not extra:
+        root_site = Site("the send", *failure.call)  # SimpleQueue.put, a pipe's send: the line that sent it
     if root_site is not None and failure.kind != "deepcopy":
         extra.append(root_site.source("sent" if failure.kind == "pickle" else "loader"))
     for s in extra:
@@ -678,6 +681,26 @@ def child_send_report(e: BaseException, obj: Any, rec: "Recorder", script: str) 
 
 
 def run_script(script: str, argv: list[str] | None = None, out: TextIO | None = None) -> int:
+    """:func:`_run_script`, then the script's daemonic child processes are ended, as Python's exit would
+    (the command ends with ``os._exit``, which runs no ``atexit`` handler: a daemon consumer still waiting on
+    a queue the script failed to fill would otherwise outlive the command, holding its output open)."""
+    try:
+        return _run_script(script, argv, out)
+    finally:
+        _end_daemonic_children()
+
+
+def _end_daemonic_children() -> None:
+    for child in multiprocessing.active_children():
+        if child.daemon:
+            try:
+                child.terminate()
+                child.join(5)
+            except Exception:
+                pass
+
+
+def _run_script(script: str, argv: list[str] | None = None, out: TextIO | None = None) -> int:
     """Run ``script`` as ``__main__`` with ``sys.argv = [script, *argv]``; explain a graph-leaf crash.
 
     Returns 0 when the script finishes (or exits with status 0), 1 when it raised the graph-leaf
@@ -688,6 +711,11 @@ def run_script(script: str, argv: list[str] | None = None, out: TextIO | None = 
     path = os.path.abspath(script)
     if not os.path.isfile(path):
         print(f"graphleaf explain: error: script {script!r} does not exist", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        choose_backend()
+    except ValueError as exc:
+        print(f"graphleaf explain: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     rec = Recorder()
     rec.on_feeder_error = report_feeder_error(rec, path, out)

@@ -342,6 +342,8 @@ class StoreTracer:
         self.calls: dict[Any, Any] = {}
         self.active = False
         self._trace = None
+        self._monitor: _Monitor | None = None
+        self.backend: str | None = None  # SETTRACE or MONITORING once installed
 
     # -- which code is the user's --------------------------------------------------------
     def _default_user_file(self, filename: str) -> bool:
@@ -407,6 +409,20 @@ class StoreTracer:
 
     # -- the trace functions ----------------------------------------------------------------
     def install(self) -> bool:
+        """Start recording on the calling thread: ``sys.monitoring`` on Python 3.12+ (unless
+        ``GRAPHLEAF_TRACER=settrace``), else ``sys.settrace``.  False when it cannot (another trace
+        function is installed, for ``sys.settrace``; no free tool id, for ``sys.monitoring``)."""
+        try:
+            self.backend = choose_backend()
+        except ValueError:  # a wrong GRAPHLEAF_TRACER: the faces (pytest --graphleaf, explain --run) said so
+            self.backend = choose_backend(env={})
+        if self.backend == MONITORING:
+            monitor = _Monitor(self)
+            if not monitor.install():
+                return False
+            self._monitor = monitor
+            self.active = True
+            return True
         if sys.gettrace() is not None:
             return False
         self.active = True
@@ -416,7 +432,10 @@ class StoreTracer:
 
     def uninstall(self) -> None:
         if self.active:
-            if sys.gettrace() is self._trace:
+            if self._monitor is not None:
+                self._monitor.uninstall()
+                self._monitor = None
+            elif sys.gettrace() is self._trace:
                 sys.settrace(None)
             self.active = False
 
@@ -554,6 +573,202 @@ class StoreTracer:
     def clear(self) -> None:
         with self._lock:
             self._by_tensor.clear()
+
+
+# --------------------------------------------------------------------------- the two recording backends
+
+SETTRACE = "settrace"
+MONITORING = "sys.monitoring"
+TRACER_ENV = "GRAPHLEAF_TRACER"  # "settrace" forces the fallback on Python 3.12+ (to compare the two)
+
+
+def choose_backend(version=None, env=None, has_monitoring=None) -> str:
+    """Which backend :meth:`StoreTracer.install` uses: ``sys.monitoring`` (PEP 669) on Python 3.12+, where
+    its events are per code object and switched off for good in code that stores nothing (the library's
+    code, the user's functions without a storing statement), so that nearly all of the program runs
+    untraced; ``sys.settrace`` on 3.11, which calls the trace function on every Python call.
+    ``GRAPHLEAF_TRACER=settrace`` forces the fallback; any other value of it is an error."""
+    version = sys.version_info if version is None else version
+    env = os.environ if env is None else env
+    if has_monitoring is None:
+        has_monitoring = hasattr(sys, "monitoring")
+    wanted = (env.get(TRACER_ENV) or "").strip().lower()
+    if wanted not in ("", "settrace", "monitoring", "sys.monitoring", "auto"):
+        raise ValueError(f"{TRACER_ENV}={env.get(TRACER_ENV)!r}: expected 'settrace', 'monitoring' or 'auto'")
+    if wanted == "settrace" or tuple(version[:2]) < (3, 12) or not has_monitoring:
+        return SETTRACE  # 'monitoring' asked for on 3.11: there is none, the fallback records the same
+    return MONITORING
+
+
+class _Monitor:
+    """:class:`StoreTracer`'s trace functions driven by ``sys.monitoring`` instead of ``sys.settrace``.
+
+    ``PY_START`` is the only global event: each code object is looked at once (its plan is the same as the
+    settrace backend's), and where it stores nothing (no plan: the library, this package, a user function
+    without a storing statement) the callback returns ``sys.monitoring.DISABLE``, so that code runs without
+    events from then on.  A user function with storing statements gets ``LINE``, ``PY_RETURN``, ``PY_YIELD``
+    and ``PY_RESUME`` events on its own code object; a watched library function (``copy.deepcopy`` ...)
+    gets ``PY_RETURN``.  Each event calls the very local trace function the settrace backend would have
+    (kept per frame here, as ``frame.f_trace`` is there), with the same event names, so both record the
+    same.  ``RAISE`` and ``PY_UNWIND`` cannot be set per code object: they are global, and look up the
+    frame only.  Only the installing thread is recorded (as ``sys.settrace`` does)."""
+
+    _TOOL_IDS = (3, 4)  # free by convention (0 debugger, 1 coverage, 2 profiler, 5 optimizer)
+
+    def __init__(self, tracer: "StoreTracer"):
+        self.tracer = tracer
+        self.tool: int | None = None
+        self.frames: dict[Any, Any] = {}  # frame -> its local trace function
+        self.local_codes: dict[Any, int] = {}  # code -> the local events set on it
+        self.thread = _threading.get_ident()
+
+    def install(self) -> bool:
+        mon = sys.monitoring
+        for tool in self._TOOL_IDS:
+            if mon.get_tool(tool) is None:
+                mon.use_tool_id(tool, "graphleaf")
+                self.tool = tool
+                break
+        else:
+            return False
+        E = mon.events
+        callbacks = {E.PY_START: self._make_start(), E.PY_RESUME: self._make_start(), E.LINE: self._make_line(),
+                     E.PY_RETURN: self._make_return(), E.PY_YIELD: self._make_return(),
+                     E.RAISE: self._make_raise(), E.PY_UNWIND: self._make_unwind()}
+        for event, callback in callbacks.items():
+            mon.register_callback(self.tool, event, callback)
+        mon.restart_events()  # what an earlier recorder switched off (DISABLE) may be watched by this one
+        mon.set_events(self.tool, E.PY_START | E.RAISE | E.PY_UNWIND)
+        return True
+
+    def uninstall(self) -> None:
+        mon = sys.monitoring
+        if self.tool is None:
+            return
+        mon.set_events(self.tool, 0)
+        for code in self.local_codes:
+            try:
+                mon.set_local_events(self.tool, code, 0)
+            except Exception:
+                pass
+        E = mon.events
+        for event in (E.PY_START, E.PY_RESUME, E.LINE, E.PY_RETURN, E.PY_YIELD, E.RAISE, E.PY_UNWIND):
+            mon.register_callback(self.tool, event, None)
+        mon.free_tool_id(self.tool)
+        self.tool = None
+        self.frames.clear()
+        self.local_codes.clear()
+
+    def _events_on(self, code, events: int) -> None:
+        have = self.local_codes.get(code, 0)
+        if have & events != events:
+            self.local_codes[code] = have | events
+            sys.monitoring.set_local_events(self.tool, code, have | events)
+
+    def _make_start(self):
+        tracer = self.tracer
+        plans_get = tracer._plans.get
+        calls_get = tracer.calls.get
+        make_plan = tracer._plan
+        make_local = tracer._local
+        generated_init = tracer._generated_init
+        frames = self.frames
+        events_on = self._events_on
+        getframe, get_ident, thread = sys._getframe, _threading.get_ident, self.thread
+        E = sys.monitoring.events
+        DISABLE = sys.monitoring.DISABLE
+        user_events = E.LINE | E.PY_RETURN | E.PY_YIELD | E.PY_RESUME
+        missing, hook_mark, generated = _MISSING, _HOOK, _GENERATED_INIT
+
+        def start(code, offset):  # PY_START (global) and PY_RESUME (on the user's code objects)
+            plan = plans_get(code, missing)
+            if plan is None:
+                return DISABLE  # nothing to record in this code, ever
+            if get_ident() != thread:
+                return None  # another thread: not recorded (sys.settrace is per thread)
+            frame = getframe(1)
+            if plan is hook_mark:
+                hook = calls_get(code)
+                if hook is None:
+                    return None
+                try:
+                    local = hook(frame)
+                except Exception:  # never let the observer change the program's behaviour
+                    return None
+                if local is not None:
+                    events_on(code, E.PY_RETURN)
+                    frames[frame] = local
+                return None
+            if plan is missing:
+                plan = make_plan(code)
+                if plan is None:
+                    return DISABLE
+            if plan is generated:
+                local = generated_init(frame)
+                if local is not None:
+                    events_on(code, E.PY_RETURN)
+                    frames[frame] = local
+                return None
+            events_on(code, user_events)
+            if frame not in frames:
+                frames[frame] = make_local(plan, os.path.abspath(code.co_filename))
+            return None
+
+        return start
+
+    def _make_line(self):
+        frames_get, getframe = self.frames.get, sys._getframe
+
+        def line(code, line_number):
+            frame = getframe(1)
+            local = frames_get(frame)
+            if local is not None:
+                local(frame, "line", None)
+
+        return line
+
+    def _make_return(self):
+        frames_pop, getframe = self.frames.pop, sys._getframe
+
+        def returned(code, offset, value):  # PY_RETURN, PY_YIELD: settrace's "return" event
+            frame = getframe(1)
+            local = frames_pop(frame, None)
+            if local is not None:
+                try:
+                    local(frame, "return", value)
+                except Exception:
+                    pass
+
+        return returned
+
+    def _make_raise(self):
+        frames_get, getframe = self.frames.get, sys._getframe
+
+        def raised(code, offset, exc):  # in each frame the exception passes through, as settrace's "exception"
+            frame = getframe(1)
+            local = frames_get(frame)
+            if local is not None:
+                try:
+                    local(frame, "exception", (type(exc), exc, exc.__traceback__))
+                except Exception:
+                    pass
+
+        return raised
+
+    def _make_unwind(self):
+        frames_pop, getframe = self.frames.pop, sys._getframe
+
+        def unwound(code, offset, exc):  # the frame ends by the exception: settrace's "return" of None
+            frame = getframe(1)
+            local = frames_pop(frame, None)
+            if local is not None:
+                try:
+                    local(frame, "exception", (type(exc), exc, exc.__traceback__))
+                    local(frame, "return", None)
+                except Exception:
+                    pass
+
+        return unwound
 
 
 def _is_record_object(cls) -> bool:
