@@ -302,7 +302,7 @@ with open(os.path.join(FIXTURES, "roots", "ROOTS.json"), encoding="utf-8") as _f
 def test_each_kind_of_root_is_named_at_its_root_line(pytester):
     suite(pytester, "roots")
     result = run(pytester, "--graphleaf", "--graphleaf-json=roots.json", "-W", "ignore::FutureWarning")
-    result.assert_outcomes(passed=7)
+    result.assert_outcomes(passed=12)
     data = json.loads((pytester.path / "roots.json").read_text())
     got = {(f["test"].split("::")[1], f["path"], f["line"], f["code"]) for f in data}
     assert got == ROOTS, "\n".join(f"{f['path']}:{f['line']}: {f['code']} {f['message']}" for f in data)
@@ -316,6 +316,11 @@ def test_each_kind_of_root_is_named_at_its_root_line(pytester):
         by_line[("norms.py", 20)]["message"]
     assert by_line[("inplace.py", 18)]["how"] == "stored" and by_line[("copymethods.py", 16)]["how"] == "method"
     assert "Encoded.__getitem__ returns cannot be batched" in by_line[("data.py", 18)]["message"]
+    # kept by code that records nothing: a cached_property, state_dict(), a comprehension, a pool's tasks
+    assert by_line[("made.py", 16)]["how"] == "made" and by_line[("made.py", 38)]["how"] == "made"
+    assert by_line[("made.py", 33)]["how"] == "stored" and by_line[("made.py", 27)]["how"] == "stored"
+    assert by_line[("made.py", 42)]["how"] == "argument" and by_line[("made.py", 43)]["how"] == "built"
+    assert "sent to a multiprocessing Pool at test_roots.py:" in by_line[("made.py", 38)]["message"]
 
 
 def test_clean_sends_and_copies_are_not_reported(pytester):
@@ -324,7 +329,7 @@ def test_clean_sends_and_copies_are_not_reported(pytester):
     a dataset of graph tensors whose forked workers send detached items (the dataset is never pickled)."""
     suite(pytester, "roots_clean")
     result = run(pytester, "--graphleaf", "--graphleaf-strict", "--graphleaf-json=clean.json")
-    result.assert_outcomes(passed=7)
+    result.assert_outcomes(passed=12)
     assert json.loads((pytester.path / "clean.json").read_text()) == []
 
 

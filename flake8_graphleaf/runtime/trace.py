@@ -203,6 +203,9 @@ _HOOK = object()
 _GENERATED_INIT = object()
 _CONTAINER_METHODS = {"append", "appendleft", "insert", "add"}  # the new item is the argument
 _MERGE_METHODS = {"extend", "extendleft", "update", "setdefault", "__setitem__"}
+_RETURNED = "returned"  # a container a user function built in its return statement, and returned
+_RETURNED_CONTAINERS = (_ast.List, _ast.ListComp, _ast.Dict, _ast.DictComp)
+_PLAIN_CONTAINERS = (list, dict, _collections.OrderedDict, _collections.defaultdict, _collections.deque, tuple)
 _SCAN = (256, 16)  # items looked at in a container stored (its last ones), and in the containers in it
 
 
@@ -229,6 +232,10 @@ def _store_targets(stmt, cells: frozenset[str]) -> list:
         elif isinstance(t, _ast.Name) and t.id in cells:
             out.append(("closure cell", t, None, None))
 
+    if isinstance(stmt, _ast.Return):
+        if isinstance(stmt.value, _RETURNED_CONTAINERS):  # return [encoder(x) for x in items]: a new container
+            out.append((_RETURNED, stmt.value, None, None))  # of the function's making, read at its return
+        return out
     if isinstance(stmt, _ast.Assign):
         for t in stmt.targets:
             target(t)
@@ -271,7 +278,7 @@ def _own_statements(body) -> Iterator:
         node = stack.pop()
         if isinstance(node, (_ast.FunctionDef, _ast.AsyncFunctionDef, _ast.ClassDef)):
             continue
-        if isinstance(node, (_ast.Assign, _ast.AugAssign, _ast.AnnAssign, _ast.Expr)):
+        if isinstance(node, (_ast.Assign, _ast.AugAssign, _ast.AnnAssign, _ast.Expr, _ast.Return)):
             yield node
             continue
         children = []
@@ -488,7 +495,7 @@ class StoreTracer:
                 if event == "line" and plan.get(frame.f_lineno) is pending:
                     return local  # still inside the same (multi-line) statement
                 if event != "exception":
-                    check(frame, pending, filename)
+                    check(frame, pending, filename, arg if event == "return" else _MISSING)
                 pending = None
             if event == "line":
                 pending = plan.get(frame.f_lineno)
@@ -497,8 +504,12 @@ class StoreTracer:
         return local
 
     # -- reading the stored values back ------------------------------------------------------
-    def _check(self, frame, stmt: _Statement, filename: str) -> None:
+    def _check(self, frame, stmt: _Statement, filename: str, returned=_MISSING) -> None:
         try:
+            if stmt.targets[0][0] == _RETURNED:  # the value the frame returned (its "return" event's)
+                if returned is not _MISSING:
+                    self._note(returned, _RETURNED, stmt.targets[0][1], stmt, filename, 0, None)
+                return
             names = frame.f_locals
             scope = (names, frame.f_globals, frame.f_builtins)
             for how, expr, container, holder_expr in stmt.targets:
@@ -560,11 +571,18 @@ class StoreTracer:
         slot = self._by_tensor.get(id(tensor))
         if slot is None or slot[0]() is not tensor:
             return []
-        out = {}
+        out, elsewhere = {}, {}
         for rec in slot[1].values():
             if holder is not None and rec.owner_id and rec.owner_id != id(holder):
+                elsewhere.setdefault((rec.file, rec.line), rec)
                 continue
             out.setdefault((rec.file, rec.line), rec)
+        if type(holder) in _PLAIN_CONTAINERS and not any(r.how != _RETURNED for r in out.values()) and \
+                any(r.how != _RETURNED for r in elsewhere.values()):
+            # a plain container no statement stored it into: filled by code that records nothing (a
+            # comprehension, state_dict(), dict(...)), or only returned by the function that built it; the
+            # statements that stored the tensor itself are its roots
+            out = {k: r for k, r in elsewhere.items() if r.how != _RETURNED}
         stores = [r for r in out.values() if not r.how.endswith(_THROUGH_NAME)]
         # h.mul_(2); self.cache = h: the store is the root; an in-place write through a local name is
         # named only where no statement stored the tensor (a registered buffer written in place)
