@@ -230,3 +230,26 @@ def test_pytest_graphleaf_under_monitoring_names_the_storing_lines():
                 results[backend] = sorted((f["test"], f["path"], f["line"], f["code"]) for f in json.load(fh))
     assert results["monitoring"] == results["settrace"]
     assert ("test_training.py::test_seq2seq_step_lowers_the_loss", "seq2seq.py", 14, "GLF001") in results["monitoring"]
+
+
+def test_a_test_run_without_the_recorder_is_counted_in_the_summary(tmp_path):
+    """When the recorder cannot start (3.11: another trace function; 3.12+: both tool ids taken), the tests
+    still run and are checked, and the summary says how many ran without it, and why."""
+    (tmp_path / "conftest.py").write_text(
+        "import sys\n\n"
+        "if sys.version_info >= (3, 12):\n"
+        "    sys.monitoring.use_tool_id(3, 'other')\n"
+        "    sys.monitoring.use_tool_id(4, 'another')\n"
+        "else:\n"
+        "    def other(frame, event, arg):\n"
+        "        return None\n\n"
+        "    sys.settrace(other)\n")
+    (tmp_path / "test_one.py").write_text("def test_one():\n    pass\n")
+    env = {k: v for k, v in os.environ.items() if k != TRACER_ENV}
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+                        "--graphleaf", "test_one.py"], cwd=tmp_path, capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    why = ("another trace function (a debugger, coverage) was installed" if sys.version_info < (3, 12) else
+           "another tool held both sys.monitoring tool ids graphleaf can use (3 and 4)")
+    assert f"1 test(s) ran without the store recorder ({why})" in r.stdout
