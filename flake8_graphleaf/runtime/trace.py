@@ -181,8 +181,9 @@ def trace_stores(model: nn.Module, name: str = "model") -> Iterator[StoreLog]:
 # training wrapper, a cache object), in a dict or list held by one, or in a closure's cell goes
 # through no hookable method: ``obj.attr = x``, ``d[k] = x``, ``lst.append(x)`` and ``nonlocal``
 # stores are bytecodes of the user's own code.  :class:`StoreTracer` watches those statements with
-# ``sys.settrace``: frames of files outside the user's code (torch, the standard library, site
-# packages, this package) get no line events at all; in the user's frames only the statements that
+# ``sys.monitoring`` on Python 3.12+ (:class:`_Monitor`) or ``sys.settrace`` on 3.11: frames of files
+# outside the user's code (torch, the standard library, site packages, this package) get no line
+# events at all (with ``sys.monitoring``, no events of any kind after their first call); in the user's frames only the statements that
 # can store somewhere lasting are looked at, and after such a statement has run its target is read
 # back *without running any of the program's code* (instance ``__dict__``, slots, a module's
 # parameter/buffer/submodule dicts, ``dict.get``, ``list`` indexing; never a property, never a
