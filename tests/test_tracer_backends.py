@@ -17,6 +17,7 @@ torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
 from flake8_graphleaf.runtime import find_graph_tensors  # noqa: E402
+from flake8_graphleaf.runtime import trace as trace_module  # noqa: E402
 from flake8_graphleaf.runtime.trace import (MONITORING, SETTRACE, TRACER_ENV, StoreTracer,  # noqa: E402
                                             choose_backend)
 
@@ -95,8 +96,8 @@ def test_the_installed_backend_is_the_one_chosen_and_leaves_nothing_behind(monke
         tracer.uninstall()
     if tracer.backend == SETTRACE:
         assert sys.gettrace() is None
-    else:
-        assert "graphleaf" not in {sys.monitoring.get_tool(i) for i in range(6)}
+    else:  # the process's monitor stays registered for the next recorder, attached to none
+        assert tracer._monitor is None and all(m.tracer is None for m in trace_module._SHARED)
     first = Holder.keep.__code__.co_firstlineno
     assert _records(tracer, h) == {"h.last": [first + 2], "h.items[0]": [first + 4]}
 
@@ -157,13 +158,35 @@ def test_monitoring_turns_off_code_that_stores_nothing(monkeypatch):
         for _ in range(3):
             no_store(nn.Linear(2, 2), torch.randn(1, 2))
             h.keep(nn.Linear(2, 2), torch.randn(1, 2))
-        codes = set(monitor.local_codes)
+        codes = {code for code, _events in monitor.local_codes.values()}
     finally:
         tracer.uninstall()
     assert Holder.keep.__code__ in codes
     assert no_store.__code__ not in codes
     assert not any(c.co_filename.startswith(os.path.dirname(torch.__file__)) for c in codes)
-    assert monitor.frames == {} and monitor.tool is None
+    assert monitor.frames == {} and monitor.tracer is None
+
+
+@needs_monitoring
+def test_a_recorder_inside_another_records_with_its_own_tool_id(monkeypatch):
+    """``trace_stores`` inside a test that ``pytest --graphleaf`` records: both record (as no second
+    sys.settrace could)."""
+    monkeypatch.delenv(TRACER_ENV, raising=False)
+    outer, inner = StoreTracer(), StoreTracer()
+    assert outer.install()
+    try:
+        assert inner.install()
+        try:
+            assert inner._monitor is not outer._monitor and inner._monitor.tool != outer._monitor.tool
+            h = Holder()
+            h.keep(nn.Linear(2, 2), torch.randn(1, 2))
+        finally:
+            inner.uninstall()
+    finally:
+        outer.uninstall()
+    line = Holder.keep.__code__.co_firstlineno + 2
+    assert _records(inner, h)["h.last"] == [line] and _records(outer, h)["h.last"] == [line]
+    assert {sys.monitoring.get_tool(i) for i in range(6)} & {"graphleaf"} == {"graphleaf"}  # the shared one
 
 
 @needs_monitoring

@@ -425,9 +425,14 @@ class StoreTracer:
         except ValueError:  # a wrong GRAPHLEAF_TRACER: the faces (pytest --graphleaf, explain --run) said so
             self.backend = choose_backend(env={})
         if self.backend == MONITORING:
-            monitor = _Monitor(self)
-            if not monitor.install():
-                return False
+            shared = _shared_monitor() if self._plans is StoreTracer._shared_plans else None
+            if shared is not None and shared.tracer is None:
+                monitor = shared  # stays registered between recorders: what it switched off stays off
+            else:  # a recorder inside another one, or one with its own idea of the user's code
+                monitor = _Monitor(self._plans, persistent=False)
+                if not monitor.install():
+                    return False
+            monitor.attach(self)
             self._monitor = monitor
             self.active = True
             return True
@@ -441,7 +446,9 @@ class StoreTracer:
     def uninstall(self) -> None:
         if self.active:
             if self._monitor is not None:
-                self._monitor.uninstall()
+                self._monitor.detach()
+                if not self._monitor.persistent:
+                    self._monitor.uninstall()
                 self._monitor = None
             elif sys.gettrace() is self._trace:
                 sys.settrace(None)
@@ -452,6 +459,9 @@ class StoreTracer:
         that frame's local trace function (or None)."""
         code = getattr(function, "__code__", None)
         if code is not None:
+            global _RESTART_EVENTS
+            if code in self._plans and self._plans[code] is None:
+                _RESTART_EVENTS = True  # sys.monitoring switched it off as code that stores nothing
             self.calls[code] = callback
             self._plans[code] = _HOOK
 
@@ -630,16 +640,34 @@ class _Monitor:
     gets ``PY_RETURN``.  Each event calls the very local trace function the settrace backend would have
     (kept per frame here, as ``frame.f_trace`` is there), with the same event names, so both record the
     same.  ``RAISE`` and ``PY_UNWIND`` cannot be set per code object: they are global, and look up the
-    frame only.  Only the installing thread is recorded (as ``sys.settrace`` does)."""
+    frame only.  Only the installing thread is recorded (as ``sys.settrace`` does).  The recorders of
+    the shared plans (every default :class:`StoreTracer`) use one monitor, registered once for the
+    process and attached to each recorder in turn (a test each): between them its events are ignored,
+    and what it switched off stays off (no code is instrumented again for each test)."""
 
     _TOOL_IDS = (3, 4)  # free by convention (0 debugger, 1 coverage, 2 profiler, 5 optimizer)
 
-    def __init__(self, tracer: "StoreTracer"):
-        self.tracer = tracer
+    def __init__(self, plans: dict, persistent: bool):
+        self.plans = plans
+        self.persistent = persistent  # the process's one monitor of the shared plans: never uninstalled
+        self.tracer: StoreTracer | None = None  # the recorder events go to; None: events are ignored
         self.tool: int | None = None
         self.frames: dict[Any, Any] = {}  # frame -> its local trace function
-        self.local_codes: dict[Any, int] = {}  # code -> the local events set on it
+        self.local_codes: dict[int, tuple[Any, int]] = {}  # id(code) -> (code, the local events set on it)
         self.thread = _threading.get_ident()
+
+    def attach(self, tracer: "StoreTracer") -> None:
+        global _RESTART_EVENTS
+        if _RESTART_EVENTS:
+            _RESTART_EVENTS = False
+            sys.monitoring.restart_events()
+        self.frames.clear()
+        self.thread = _threading.get_ident()
+        self.tracer = tracer
+
+    def detach(self) -> None:
+        self.tracer = None
+        self.frames.clear()
 
     def install(self) -> bool:
         mon = sys.monitoring
@@ -656,7 +684,7 @@ class _Monitor:
                      E.RAISE: self._make_raise(), E.PY_UNWIND: self._make_unwind()}
         for event, callback in callbacks.items():
             mon.register_callback(self.tool, event, callback)
-        mon.restart_events()  # what an earlier recorder switched off (DISABLE) may be watched by this one
+        mon.restart_events()  # what another user of the tool id switched off (DISABLE) may be watched here
         mon.set_events(self.tool, E.PY_START | E.RAISE | E.PY_UNWIND)
         return True
 
@@ -665,7 +693,7 @@ class _Monitor:
         if self.tool is None:
             return
         mon.set_events(self.tool, 0)
-        for code in self.local_codes:
+        for code, _events in self.local_codes.values():
             try:
                 mon.set_local_events(self.tool, code, 0)
             except Exception:
@@ -679,21 +707,19 @@ class _Monitor:
         self.local_codes.clear()
 
     def _events_on(self, code, events: int) -> None:
-        have = self.local_codes.get(code, 0)
+        # by identity: equal code objects (the same function of a file imported again from another folder,
+        # as pytester does) are distinct objects, each with its own events
+        have = self.local_codes.get(id(code), (None, 0))[1]
         if have & events != events:
-            self.local_codes[code] = have | events
+            self.local_codes[id(code)] = (code, have | events)  # the code is kept: its id is not reused
             sys.monitoring.set_local_events(self.tool, code, have | events)
 
     def _make_start(self):
-        tracer = self.tracer
-        plans_get = tracer._plans.get
-        calls_get = tracer.calls.get
-        make_plan = tracer._plan
-        make_local = tracer._local
-        generated_init = tracer._generated_init
+        monitor = self
+        plans_get = self.plans.get
         frames = self.frames
         events_on = self._events_on
-        getframe, get_ident, thread = sys._getframe, _threading.get_ident, self.thread
+        getframe, get_ident = sys._getframe, _threading.get_ident
         E = sys.monitoring.events
         DISABLE = sys.monitoring.DISABLE
         user_events = E.LINE | E.PY_RETURN | E.PY_YIELD | E.PY_RESUME
@@ -702,12 +728,13 @@ class _Monitor:
         def start(code, offset):  # PY_START (global) and PY_RESUME (on the user's code objects)
             plan = plans_get(code, missing)
             if plan is None:
-                return DISABLE  # nothing to record in this code, ever
-            if get_ident() != thread:
-                return None  # another thread: not recorded (sys.settrace is per thread)
+                return DISABLE  # nothing to record in this code, ever (for every recorder of these plans)
+            tracer = monitor.tracer
+            if tracer is None or get_ident() != monitor.thread:
+                return None  # between recorders, or another thread (sys.settrace is per thread too)
             frame = getframe(1)
             if plan is hook_mark:
-                hook = calls_get(code)
+                hook = tracer.calls.get(code)
                 if hook is None:
                     return None
                 try:
@@ -719,18 +746,18 @@ class _Monitor:
                     frames[frame] = local
                 return None
             if plan is missing:
-                plan = make_plan(code)
+                plan = tracer._plan(code)
                 if plan is None:
                     return DISABLE
             if plan is generated:
-                local = generated_init(frame)
+                local = tracer._generated_init(frame)
                 if local is not None:
                     events_on(code, E.PY_RETURN)
                     frames[frame] = local
                 return None
             events_on(code, user_events)
             if frame not in frames:
-                frames[frame] = make_local(plan, os.path.abspath(code.co_filename))
+                frames[frame] = tracer._local(plan, os.path.abspath(code.co_filename))
             return None
 
         return start
@@ -788,6 +815,23 @@ class _Monitor:
                     pass
 
         return unwound
+
+
+_SHARED: list = []  # the process's one persistent _Monitor (of StoreTracer._shared_plans), once made
+_RESTART_EVENTS = False  # a watched function had been switched off: sys.monitoring.restart_events() first
+
+
+def _shared_monitor() -> "_Monitor | None":
+    """The monitor every recorder of the shared plans uses, one after the other (a test each, in a test
+    run): registered once, so that the code it switched off stays off for the next recorder, instead of
+    being instrumented again for each test.  None when no tool id is free."""
+    if _SHARED:
+        return _SHARED[0] if _SHARED[0].tool is not None else None
+    monitor = _Monitor(StoreTracer._shared_plans, persistent=True)
+    if not monitor.install():
+        return None
+    _SHARED.append(monitor)
+    return monitor
 
 
 def _is_record_object(cls) -> bool:
