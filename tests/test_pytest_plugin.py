@@ -302,7 +302,7 @@ with open(os.path.join(FIXTURES, "roots", "ROOTS.json"), encoding="utf-8") as _f
 def test_each_kind_of_root_is_named_at_its_root_line(pytester):
     suite(pytester, "roots")
     result = run(pytester, "--graphleaf", "--graphleaf-json=roots.json", "-W", "ignore::FutureWarning")
-    result.assert_outcomes(passed=7)
+    result.assert_outcomes(passed=12)
     data = json.loads((pytester.path / "roots.json").read_text())
     got = {(f["test"].split("::")[1], f["path"], f["line"], f["code"]) for f in data}
     assert got == ROOTS, "\n".join(f"{f['path']}:{f['line']}: {f['code']} {f['message']}" for f in data)
@@ -316,6 +316,11 @@ def test_each_kind_of_root_is_named_at_its_root_line(pytester):
         by_line[("norms.py", 20)]["message"]
     assert by_line[("inplace.py", 18)]["how"] == "stored" and by_line[("copymethods.py", 16)]["how"] == "method"
     assert "Encoded.__getitem__ returns cannot be batched" in by_line[("data.py", 18)]["message"]
+    # kept by code that records nothing: a cached_property, state_dict(), a comprehension, a pool's tasks
+    assert by_line[("made.py", 16)]["how"] == "made" and by_line[("made.py", 38)]["how"] == "made"
+    assert by_line[("made.py", 33)]["how"] == "stored" and by_line[("made.py", 27)]["how"] == "stored"
+    assert by_line[("made.py", 42)]["how"] == "argument" and by_line[("made.py", 43)]["how"] == "built"
+    assert "sent to a multiprocessing Pool at test_roots.py:" in by_line[("made.py", 38)]["message"]
 
 
 def test_clean_sends_and_copies_are_not_reported(pytester):
@@ -324,5 +329,68 @@ def test_clean_sends_and_copies_are_not_reported(pytester):
     a dataset of graph tensors whose forked workers send detached items (the dataset is never pickled)."""
     suite(pytester, "roots_clean")
     result = run(pytester, "--graphleaf", "--graphleaf-strict", "--graphleaf-json=clean.json")
-    result.assert_outcomes(passed=7)
+    result.assert_outcomes(passed=12)
     assert json.loads((pytester.path / "clean.json").read_text()) == []
+
+
+THIRD_PARTY = {
+    "site-packages/helperlib/__init__.py": '''\
+import torch
+
+
+def remember_output(model, x):
+    model.last = model(x)  # a store made by the installed package's own code
+    return model.last
+
+
+def apply_weight_norm(layer):
+    return torch.nn.utils.weight_norm(layer)  # the legacy norm, applied by the package for the user
+''',
+    "conftest.py": '''\
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "site-packages"))
+''',
+    "test_lib.py": '''\
+import copy
+
+import torch
+
+import helperlib
+
+
+def test_output_kept_by_a_library_helper():
+    model = torch.nn.Linear(3, 2)
+    helperlib.remember_output(model, torch.randn(4, 3))  # the user's root line
+    assert model.last.shape == (4, 2)
+
+
+def test_norm_applied_by_a_library_helper():
+    layer = helperlib.apply_weight_norm(torch.nn.Linear(3, 2))  # the user's root line
+    layer(torch.randn(1, 3))
+    try:
+        copy.deepcopy(layer)
+    except RuntimeError:
+        pass
+''',
+}
+
+
+def test_a_store_inside_an_installed_package_is_named_at_the_users_line(pytester):
+    """A tensor stored by an installed package's code (a folder on sys.path named site-packages) is named at
+    the user's line that called the package, never at the package's own line: the user cannot change that
+    line, and it says nothing about their code.  Both kinds: a plain store on a module, and a legacy
+    weight_norm whose hook torch registered, applied through the package."""
+    for rel, text in THIRD_PARTY.items():
+        (pytester.path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (pytester.path / rel).write_text(text)
+    result = run(pytester, "--graphleaf", "--graphleaf-json=lib.json", "-W", "ignore::FutureWarning")
+    result.assert_outcomes(passed=2)
+    data = json.loads((pytester.path / "lib.json").read_text())
+    got = {(f["test"].split("::")[1], f["path"], f["line"], f["how"]) for f in data}
+    assert got == {
+        ("test_output_kept_by_a_library_helper", "test_lib.py", 10, "stored"),
+        ("test_norm_applied_by_a_library_helper", "test_lib.py", 15, "applied"),
+    }, "\n".join(f"{f['path']}:{f['line']}: {f['code']} {f['how']} {f['message']}" for f in data)
+    assert not any("site-packages" in line or "helperlib" in line for line in summary(result))

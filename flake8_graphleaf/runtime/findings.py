@@ -81,6 +81,7 @@ _LABELS = {
     "trace": "stored:",  # nn.Module.__setattr__ recorded by trace_stores / explain --run
     "assigned": "assigned (static, not recorded):",  # a self.<attr> = ... line of the owner's class
     "built": "built:",
+    "made": "made (returned by the function and kept):",
     "sent": "sent:",
     "loader": "given to a DataLoader:",
     "method": "its own copy method copies it:",

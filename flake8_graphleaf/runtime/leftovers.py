@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import copy
 import linecache
+import multiprocessing.pool
 import multiprocessing.process
 import os
 import re
@@ -40,9 +41,10 @@ from torch.utils import data as tud
 
 from .findings import GraphTensor, display_path
 from .script import (COWARDLY, HOOK_APPLIED, SEND_FAILURE_LISTENERS, WORKER_GRAD, Recorder, SendFailure,
-                     describe_failure, locate)
+                     argument_line, describe_failure, locate)
 from .static_map import StaticIndex, map_static
-from .walk import _graph_leaf_error, _return_line, _user_code, find_graph_tensors
+from .trace import _RETURNED as RETURNED
+from .walk import _graph_leaf_error, _return_line, _user_code, cached_property_line, find_graph_tensors
 
 _HERE = os.path.abspath(__file__)
 _SKIP_FILES = (_HERE, os.path.abspath(copy.__file__))
@@ -133,6 +135,10 @@ class TestWatch:
         tracer.watch(multiprocessing.process.BaseProcess.start, self._on_start)
         tracer.watch(tud.dataloader._MultiProcessingDataLoaderIter.__init__, self._on_workers)
         tracer.watch(ExceptionWrapper.reraise, self._on_worker_error)
+        tracer.watch(multiprocessing.pool.Pool._map_async, self._on_pool_map)  # map, starmap and their _async
+        tracer.watch(multiprocessing.pool.Pool.imap, self._on_pool_map)
+        tracer.watch(multiprocessing.pool.Pool.imap_unordered, self._on_pool_map)
+        tracer.watch(multiprocessing.pool.Pool.apply_async, self._on_pool_apply)  # apply too
         rec.install()
         self.tracing = rec.tracing
 
@@ -218,6 +224,47 @@ class TestWatch:
         finally:
             self._quiet = False
         self.roots.append(root)
+
+    def _on_pool_map(self, frame):
+        """``Pool.map`` / ``starmap`` / ``imap``: every task is pickled for the pool's processes, whatever the
+        start method (a forked pool gets its tasks through a pipe), in the pool's task thread, where an
+        error reaches the test only through the result.  The tasks are walked now, as a queue's put is."""
+        names = frame.f_locals
+        if os.getpid() != self.recorder.main_pid:
+            return None
+        tasks = names.get("iterable")
+        if isinstance(tasks, (list, tuple)):
+            self._pool_root(tasks, frame)
+            return None
+
+        def local(frame_, event, arg):  # a generator: Pool._map_async makes it a list first
+            if event == "return":
+                made = frame_.f_locals.get("iterable")
+                if isinstance(made, (list, tuple)):
+                    self._pool_root(made, frame_)
+            return local
+
+        return local if frame.f_code.co_name == "_map_async" else None
+
+    def _on_pool_apply(self, frame):
+        names = frame.f_locals
+        if os.getpid() != self.recorder.main_pid:
+            return None
+        self._pool_root((names.get("args"), names.get("kwds")), frame)
+        return None
+
+    def _pool_root(self, tasks, frame) -> None:
+        site = self._site(frame)
+        root = _Root(tasks, "tasks", self._describe_site("sent to a multiprocessing Pool", site), "pool", site=site)
+        self._quiet = True  # the walk's own trial copies are no copies of the test's
+        try:
+            root.findings = find_graph_tensors(tasks, "tasks")
+        except Exception:
+            root.findings = None
+        finally:
+            self._quiet = False
+        if root.findings:
+            self.roots.append(root)
 
     def _on_start(self, frame):
         process = frame.f_locals.get("self")
@@ -407,6 +454,10 @@ class TestWatch:
             if records:
                 how = "stored"
                 places = [(r.file, r.line, r.text) for r in records]
+            elif g.owners and g.owners[0][1] and cached_property_line(g.owners[0][0], g.owners[0][1][0]):
+                file, line = cached_property_line(g.owners[0][0], g.owners[0][1][0])
+                how = "made"
+                places = [(file, line, "")]
             else:
                 sources = map_static(g, index, [self.test_file])
                 if sources:
@@ -416,6 +467,9 @@ class TestWatch:
                     site = self.recorder.sites.get(g.owners[0][0])  # TensorDataset(features, labels)
                     how = "built"
                     places = [(site.file, site.line, "")]
+                    made = argument_line(site, g.path)  # soft = teacher(x); TensorDataset(x, soft)
+                    if made is not None:
+                        places.insert(0, (made[0], made[1], ""))
                 elif root.site is not None and root.kind != "module":
                     # no store of it was seen (the tensor itself was sent or copied, or it was made where
                     # nothing records): the line that sent or copied it
@@ -426,8 +480,11 @@ class TestWatch:
                     places = [(self.test_file, self.test_line, "")]
             code = _code_for(g, root, index, places)
             hows = [how] * len(places)
+            if how == "built" and len(places) == 2:
+                hows[0] = "argument"  # the line that made the constructor's argument, then the constructor's
             if records:
-                hows = ["applied" if r.how == HOOK_APPLIED else "stored" for r in records]
+                hows = ["applied" if r.how == HOOK_APPLIED else "made" if r.how == RETURNED else "stored"
+                        for r in records]
             if g.copy_method is not None:  # its own __deepcopy__ / __getstate__ copies it: that line too
                 method_file, method_line, method = g.copy_method
                 if how in ("sent", "copied", "unrecorded"):  # made by the method itself: no store to name
@@ -514,7 +571,7 @@ def _code_for(g: GraphTensor, root: _Root, index: StaticIndex, places) -> str:
         for f in index.findings(file):
             if f.line == line and f.code.startswith("GLF"):
                 return f.code
-    if root.kind in ("pickle", "queue", "process", "worker"):
+    if root.kind in ("pickle", "queue", "process", "worker", "pool"):
         return "GLF301"
     if g.owners:
         owner, chain = g.owners[0]
@@ -550,6 +607,10 @@ def _message(g: GraphTensor, root: _Root, how: str) -> str:
         return f"{where}; applied here (the hook torch registered for it stores the tensor at every forward)"
     if how.startswith("method "):
         return f"{where}; {how.split(' ', 1)[1]}() copies it here"
+    if how == "made":
+        return f"{where}; made here (returned by this line, and kept)"
+    if how == "argument":
+        return f"{where}; made here, then given to the object holding it (no store of it was recorded)"
     if how == "built":
         return f"{where}; the object holding it was built here (no store of it was recorded)"
     if how in ("sent", "copied"):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from typing import Any
 
 import pytest
@@ -66,6 +67,12 @@ def pytest_configure(config: pytest.Config) -> None:
         import torch  # noqa: F401
     except ImportError:
         raise pytest.UsageError(INSTALL_HINT) from None
+    from .trace import choose_backend
+
+    try:
+        choose_backend()  # GRAPHLEAF_TRACER, checked once: a wrong value is a usage error, not a failed test
+    except ValueError as exc:
+        raise pytest.UsageError(f"graphleaf: {exc}") from None
     json_path = _option(config, "graphleaf_json") or None
     if json_path:
         json_path = os.path.join(str(config.invocation_params.dir), json_path)
@@ -198,7 +205,9 @@ class GraphleafPlugin:
             tr.write_line("no test left a tensor on the autograd graph where copy.deepcopy or a process "
                           "boundary meets it")
         if self.untraced:
-            tr.write_line(f"{len(self.untraced)} test(s) ran under another trace function (a debugger, coverage): "
+            why = ("another trace function (a debugger, coverage) was installed" if sys.version_info < (3, 12) else
+                   "another tool held both sys.monitoring tool ids graphleaf can use (3 and 4)")
+            tr.write_line(f"{len(self.untraced)} test(s) ran without the store recorder ({why}): "
                           "their stores on objects that are not modules were not recorded")
         for e in self.errors:
             tr.write_line(f"graphleaf: the check failed in {e}")

@@ -48,8 +48,8 @@ from torch.utils import data as tud
 from .explanation import explain
 from .findings import Findings, GraphTensor, Source, display_path, format_explanation
 from .static_map import StaticIndex, user_class_files
-from .trace import _THIS_FILE as _TRACE_FILE, StoreLog, StoreRecord, StoreTracer, _caller
-from .walk import TORCH_DIR, _graph_leaf_error, _return_line, find_graph_tensors
+from .trace import _THIS_FILE as _TRACE_FILE, StoreLog, StoreRecord, StoreTracer, _caller, choose_backend
+from .walk import TORCH_DIR, _graph_leaf_error, _return_line, cached_property_line, find_graph_tensors
 
 _HERE = os.path.abspath(__file__)
 _COPY_FILE = os.path.abspath(copy.__file__)
@@ -447,6 +447,46 @@ def _assignments(owner: Any, attr: str) -> list[Source]:
     return out
 
 
+def argument_line(site: Site, path: str) -> tuple[str, int] | None:
+    """(file, line) that made a tensor a recorded constructor was given as a local name: for the tensor at
+    ``<dataset>.tensors[i]`` of ``TensorDataset(x, soft)`` built at ``site``, argument ``i`` is ``soft``;
+    when the function around ``site`` assigns ``soft`` exactly once, before it, that line made the tensor."""
+    m = re.search(r"\.tensors\[(\d+)\]$", path)
+    if m is None or not _is_user_file(site.file):
+        return None
+    index = int(m.group(1))
+    try:
+        tree = _parsed_file(site.file)
+    except (OSError, SyntaxError, ValueError):
+        return None
+    scope = tree
+    for node in ast.walk(tree):  # the innermost function holding the site's line
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                node.lineno <= site.line <= (node.end_lineno or node.lineno):
+            if scope is tree or node.lineno > scope.lineno:
+                scope = node
+    name = None
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Call) and node.lineno <= site.line <= (node.end_lineno or node.lineno) and \
+                len(node.args) > index and not any(isinstance(a, ast.Starred) for a in node.args[:index + 1]):
+            arg = node.args[index]
+            if isinstance(arg, ast.Name):
+                name = arg.id
+                break
+    if name is None:
+        return None
+    lines = []
+    for node in ast.walk(scope):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, (ast.AnnAssign, ast.AugAssign, ast.For, ast.NamedExpr)) else []
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets) or isinstance(node, ast.arg) and \
+                node.arg == name:
+            lines.append(node.lineno)
+    if len(lines) != 1 or lines[0] >= site.line or lines[0] == getattr(scope, "lineno", 0):
+        return None  # a parameter, several assignments, or none before the call: not known which made it
+    return site.file, lines[0]
+
+
 def _parsed_file(path: str):
     with open(path, encoding="utf-8") as fh:
         return ast.parse(fh.read(), path)
@@ -520,10 +560,19 @@ def _sources_for(item: GraphTensor, failure: Failure, rec: Recorder, index: Stat
     for owner, chain in item.owners[:1]:
         site = rec.sites.get(owner)
         if site is not None:
+            made = argument_line(site, item.path)
+            if made is not None:
+                extra.append(Site("the argument", *made).source("made"))
             extra.append(site.source("built"))
+        made = cached_property_line(owner, chain[0]) if chain and not item.sources else None
+        if made is not None:  # functools.cached_property kept what the user's function returned
+            extra.append(Site("cached_property", *made).source("made"))
         if not item.sources and not isinstance(owner, nn.Module) and chain:
             extra += _assignments(owner, chain[0])
     root_site = rec.given.get(failure.obj) or rec.put_sites.get(failure.obj) or rec.sites.get(failure.obj)
+    if root_site is None and failure.kind == "pickle" and failure.call is not None and not item.sources \
+            and not extra:
+        root_site = Site("the send", *failure.call)  # SimpleQueue.put, a pipe's send: the line that sent it
     if root_site is not None and failure.kind != "deepcopy":
         extra.append(root_site.source("sent" if failure.kind == "pickle" else "loader"))
     for s in extra:
@@ -678,6 +727,26 @@ def child_send_report(e: BaseException, obj: Any, rec: "Recorder", script: str) 
 
 
 def run_script(script: str, argv: list[str] | None = None, out: TextIO | None = None) -> int:
+    """:func:`_run_script`, then the script's daemonic child processes are ended, as Python's exit would
+    (the command ends with ``os._exit``, which runs no ``atexit`` handler: a daemon consumer still waiting on
+    a queue the script failed to fill would otherwise outlive the command, holding its output open)."""
+    try:
+        return _run_script(script, argv, out)
+    finally:
+        _end_daemonic_children()
+
+
+def _end_daemonic_children() -> None:
+    for child in multiprocessing.active_children():
+        if child.daemon:
+            try:
+                child.terminate()
+                child.join(5)
+            except Exception:
+                pass
+
+
+def _run_script(script: str, argv: list[str] | None = None, out: TextIO | None = None) -> int:
     """Run ``script`` as ``__main__`` with ``sys.argv = [script, *argv]``; explain a graph-leaf crash.
 
     Returns 0 when the script finishes (or exits with status 0), 1 when it raised the graph-leaf
@@ -688,6 +757,11 @@ def run_script(script: str, argv: list[str] | None = None, out: TextIO | None = 
     path = os.path.abspath(script)
     if not os.path.isfile(path):
         print(f"graphleaf explain: error: script {script!r} does not exist", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        choose_backend()
+    except ValueError as exc:
+        print(f"graphleaf explain: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     rec = Recorder()
     rec.on_feeder_error = report_feeder_error(rec, path, out)

@@ -181,8 +181,9 @@ def trace_stores(model: nn.Module, name: str = "model") -> Iterator[StoreLog]:
 # training wrapper, a cache object), in a dict or list held by one, or in a closure's cell goes
 # through no hookable method: ``obj.attr = x``, ``d[k] = x``, ``lst.append(x)`` and ``nonlocal``
 # stores are bytecodes of the user's own code.  :class:`StoreTracer` watches those statements with
-# ``sys.settrace``: frames of files outside the user's code (torch, the standard library, site
-# packages, this package) get no line events at all; in the user's frames only the statements that
+# ``sys.monitoring`` on Python 3.12+ (:class:`_Monitor`) or ``sys.settrace`` on 3.11: frames of files
+# outside the user's code (torch, the standard library, site packages, this package) get no line
+# events at all (with ``sys.monitoring``, no events of any kind after their first call); in the user's frames only the statements that
 # can store somewhere lasting are looked at, and after such a statement has run its target is read
 # back *without running any of the program's code* (instance ``__dict__``, slots, a module's
 # parameter/buffer/submodule dicts, ``dict.get``, ``list`` indexing; never a property, never a
@@ -203,6 +204,9 @@ _HOOK = object()
 _GENERATED_INIT = object()
 _CONTAINER_METHODS = {"append", "appendleft", "insert", "add"}  # the new item is the argument
 _MERGE_METHODS = {"extend", "extendleft", "update", "setdefault", "__setitem__"}
+_RETURNED = "returned"  # a container a user function built in its return statement, and returned
+_RETURNED_CONTAINERS = (_ast.List, _ast.ListComp, _ast.Dict, _ast.DictComp)
+_PLAIN_CONTAINERS = (list, dict, _collections.OrderedDict, _collections.defaultdict, _collections.deque, tuple)
 _SCAN = (256, 16)  # items looked at in a container stored (its last ones), and in the containers in it
 
 
@@ -229,6 +233,10 @@ def _store_targets(stmt, cells: frozenset[str]) -> list:
         elif isinstance(t, _ast.Name) and t.id in cells:
             out.append(("closure cell", t, None, None))
 
+    if isinstance(stmt, _ast.Return):
+        if isinstance(stmt.value, _RETURNED_CONTAINERS):  # return [encoder(x) for x in items]: a new container
+            out.append((_RETURNED, stmt.value, None, None))  # of the function's making, read at its return
+        return out
     if isinstance(stmt, _ast.Assign):
         for t in stmt.targets:
             target(t)
@@ -271,7 +279,7 @@ def _own_statements(body) -> Iterator:
         node = stack.pop()
         if isinstance(node, (_ast.FunctionDef, _ast.AsyncFunctionDef, _ast.ClassDef)):
             continue
-        if isinstance(node, (_ast.Assign, _ast.AugAssign, _ast.AnnAssign, _ast.Expr)):
+        if isinstance(node, (_ast.Assign, _ast.AugAssign, _ast.AnnAssign, _ast.Expr, _ast.Return)):
             yield node
             continue
         children = []
@@ -342,6 +350,8 @@ class StoreTracer:
         self.calls: dict[Any, Any] = {}
         self.active = False
         self._trace = None
+        self._monitor: _Monitor | None = None
+        self.backend: str | None = None  # SETTRACE or MONITORING once installed
 
     # -- which code is the user's --------------------------------------------------------
     def _default_user_file(self, filename: str) -> bool:
@@ -407,6 +417,25 @@ class StoreTracer:
 
     # -- the trace functions ----------------------------------------------------------------
     def install(self) -> bool:
+        """Start recording on the calling thread: ``sys.monitoring`` on Python 3.12+ (unless
+        ``GRAPHLEAF_TRACER=settrace``), else ``sys.settrace``.  False when it cannot (another trace
+        function is installed, for ``sys.settrace``; no free tool id, for ``sys.monitoring``)."""
+        try:
+            self.backend = choose_backend()
+        except ValueError:  # a wrong GRAPHLEAF_TRACER: the faces (pytest --graphleaf, explain --run) said so
+            self.backend = choose_backend(env={})
+        if self.backend == MONITORING:
+            shared = _shared_monitor() if self._plans is StoreTracer._shared_plans else None
+            if shared is not None and shared.tracer is None:
+                monitor = shared  # stays registered between recorders: what it switched off stays off
+            else:  # a recorder inside another one, or one with its own idea of the user's code
+                monitor = _Monitor(self._plans, persistent=False)
+                if not monitor.install():
+                    return False
+            monitor.attach(self)
+            self._monitor = monitor
+            self.active = True
+            return True
         if sys.gettrace() is not None:
             return False
         self.active = True
@@ -416,7 +445,12 @@ class StoreTracer:
 
     def uninstall(self) -> None:
         if self.active:
-            if sys.gettrace() is self._trace:
+            if self._monitor is not None:
+                self._monitor.detach()
+                if not self._monitor.persistent:
+                    self._monitor.uninstall()
+                self._monitor = None
+            elif sys.gettrace() is self._trace:
                 sys.settrace(None)
             self.active = False
 
@@ -425,6 +459,9 @@ class StoreTracer:
         that frame's local trace function (or None)."""
         code = getattr(function, "__code__", None)
         if code is not None:
+            global _RESTART_EVENTS
+            if code in self._plans and self._plans[code] is None:
+                _RESTART_EVENTS = True  # sys.monitoring switched it off as code that stores nothing
             self.calls[code] = callback
             self._plans[code] = _HOOK
 
@@ -469,7 +506,7 @@ class StoreTracer:
                 if event == "line" and plan.get(frame.f_lineno) is pending:
                     return local  # still inside the same (multi-line) statement
                 if event != "exception":
-                    check(frame, pending, filename)
+                    check(frame, pending, filename, arg if event == "return" else _MISSING)
                 pending = None
             if event == "line":
                 pending = plan.get(frame.f_lineno)
@@ -478,8 +515,12 @@ class StoreTracer:
         return local
 
     # -- reading the stored values back ------------------------------------------------------
-    def _check(self, frame, stmt: _Statement, filename: str) -> None:
+    def _check(self, frame, stmt: _Statement, filename: str, returned=_MISSING) -> None:
         try:
+            if stmt.targets[0][0] == _RETURNED:  # the value the frame returned (its "return" event's)
+                if returned is not _MISSING:
+                    self._note(returned, _RETURNED, stmt.targets[0][1], stmt, filename, 0, None)
+                return
             names = frame.f_locals
             scope = (names, frame.f_globals, frame.f_builtins)
             for how, expr, container, holder_expr in stmt.targets:
@@ -541,11 +582,18 @@ class StoreTracer:
         slot = self._by_tensor.get(id(tensor))
         if slot is None or slot[0]() is not tensor:
             return []
-        out = {}
+        out, elsewhere = {}, {}
         for rec in slot[1].values():
             if holder is not None and rec.owner_id and rec.owner_id != id(holder):
+                elsewhere.setdefault((rec.file, rec.line), rec)
                 continue
             out.setdefault((rec.file, rec.line), rec)
+        if type(holder) in _PLAIN_CONTAINERS and not any(r.how != _RETURNED for r in out.values()) and \
+                any(r.how != _RETURNED for r in elsewhere.values()):
+            # a plain container no statement stored it into: filled by code that records nothing (a
+            # comprehension, state_dict(), dict(...)), or only returned by the function that built it; the
+            # statements that stored the tensor itself are its roots
+            out = {k: r for k, r in elsewhere.items() if r.how != _RETURNED}
         stores = [r for r in out.values() if not r.how.endswith(_THROUGH_NAME)]
         # h.mul_(2); self.cache = h: the store is the root; an in-place write through a local name is
         # named only where no statement stored the tensor (a registered buffer written in place)
@@ -554,6 +602,236 @@ class StoreTracer:
     def clear(self) -> None:
         with self._lock:
             self._by_tensor.clear()
+
+
+# --------------------------------------------------------------------------- the two recording backends
+
+SETTRACE = "settrace"
+MONITORING = "sys.monitoring"
+TRACER_ENV = "GRAPHLEAF_TRACER"  # "settrace" forces the fallback on Python 3.12+ (to compare the two)
+
+
+def choose_backend(version=None, env=None, has_monitoring=None) -> str:
+    """Which backend :meth:`StoreTracer.install` uses: ``sys.monitoring`` (PEP 669) on Python 3.12+, where
+    its events are per code object and switched off for good in code that stores nothing (the library's
+    code, the user's functions without a storing statement), so that nearly all of the program runs
+    untraced; ``sys.settrace`` on 3.11, which calls the trace function on every Python call.
+    ``GRAPHLEAF_TRACER=settrace`` forces the fallback; any other value of it is an error."""
+    version = sys.version_info if version is None else version
+    env = os.environ if env is None else env
+    if has_monitoring is None:
+        has_monitoring = hasattr(sys, "monitoring")
+    wanted = (env.get(TRACER_ENV) or "").strip().lower()
+    if wanted not in ("", "settrace", "monitoring", "sys.monitoring", "auto"):
+        raise ValueError(f"{TRACER_ENV}={env.get(TRACER_ENV)!r}: expected 'settrace', 'monitoring' or 'auto'")
+    if wanted == "settrace" or tuple(version[:2]) < (3, 12) or not has_monitoring:
+        return SETTRACE  # 'monitoring' asked for on 3.11: there is none, the fallback records the same
+    return MONITORING
+
+
+class _Monitor:
+    """:class:`StoreTracer`'s trace functions driven by ``sys.monitoring`` instead of ``sys.settrace``.
+
+    ``PY_START`` is the only global event: each code object is looked at once (its plan is the same as the
+    settrace backend's), and where it stores nothing (no plan: the library, this package, a user function
+    without a storing statement) the callback returns ``sys.monitoring.DISABLE``, so that code runs without
+    events from then on.  A user function with storing statements gets ``LINE``, ``PY_RETURN``, ``PY_YIELD``
+    and ``PY_RESUME`` events on its own code object; a watched library function (``copy.deepcopy`` ...)
+    gets ``PY_RETURN``.  Each event calls the very local trace function the settrace backend would have
+    (kept per frame here, as ``frame.f_trace`` is there), with the same event names, so both record the
+    same.  ``RAISE`` and ``PY_UNWIND`` cannot be set per code object: they are global, and look up the
+    frame only.  Only the installing thread is recorded (as ``sys.settrace`` does).  The recorders of
+    the shared plans (every default :class:`StoreTracer`) use one monitor, registered once for the
+    process and attached to each recorder in turn (a test each): between them its events are ignored,
+    and what it switched off stays off (no code is instrumented again for each test)."""
+
+    _TOOL_IDS = (3, 4)  # free by convention (0 debugger, 1 coverage, 2 profiler, 5 optimizer)
+
+    def __init__(self, plans: dict, persistent: bool):
+        self.plans = plans
+        self.persistent = persistent  # the process's one monitor of the shared plans: never uninstalled
+        self.tracer: StoreTracer | None = None  # the recorder events go to; None: events are ignored
+        self.tool: int | None = None
+        self.frames: dict[Any, Any] = {}  # frame -> its local trace function
+        self.local_codes: dict[int, tuple[Any, int]] = {}  # id(code) -> (code, the local events set on it)
+        self.thread = _threading.get_ident()
+
+    def attach(self, tracer: "StoreTracer") -> None:
+        global _RESTART_EVENTS
+        if _RESTART_EVENTS:
+            _RESTART_EVENTS = False
+            sys.monitoring.restart_events()
+        self.frames.clear()
+        self.thread = _threading.get_ident()
+        self.tracer = tracer
+
+    def detach(self) -> None:
+        self.tracer = None
+        self.frames.clear()
+
+    def install(self) -> bool:
+        mon = sys.monitoring
+        for tool in self._TOOL_IDS:
+            if mon.get_tool(tool) is None:
+                mon.use_tool_id(tool, "graphleaf")
+                self.tool = tool
+                break
+        else:
+            return False
+        E = mon.events
+        callbacks = {E.PY_START: self._make_start(), E.PY_RESUME: self._make_start(), E.LINE: self._make_line(),
+                     E.PY_RETURN: self._make_return(), E.PY_YIELD: self._make_return(),
+                     E.RAISE: self._make_raise(), E.PY_UNWIND: self._make_unwind()}
+        for event, callback in callbacks.items():
+            mon.register_callback(self.tool, event, callback)
+        mon.restart_events()  # what another user of the tool id switched off (DISABLE) may be watched here
+        mon.set_events(self.tool, E.PY_START | E.RAISE | E.PY_UNWIND)
+        return True
+
+    def uninstall(self) -> None:
+        mon = sys.monitoring
+        if self.tool is None:
+            return
+        mon.set_events(self.tool, 0)
+        for code, _events in self.local_codes.values():
+            try:
+                mon.set_local_events(self.tool, code, 0)
+            except Exception:
+                pass
+        E = mon.events
+        for event in (E.PY_START, E.PY_RESUME, E.LINE, E.PY_RETURN, E.PY_YIELD, E.RAISE, E.PY_UNWIND):
+            mon.register_callback(self.tool, event, None)
+        mon.free_tool_id(self.tool)
+        self.tool = None
+        self.frames.clear()
+        self.local_codes.clear()
+
+    def _events_on(self, code, events: int) -> None:
+        # by identity: equal code objects (the same function of a file imported again from another folder,
+        # as pytester does) are distinct objects, each with its own events
+        have = self.local_codes.get(id(code), (None, 0))[1]
+        if have & events != events:
+            self.local_codes[id(code)] = (code, have | events)  # the code is kept: its id is not reused
+            sys.monitoring.set_local_events(self.tool, code, have | events)
+
+    def _make_start(self):
+        monitor = self
+        plans_get = self.plans.get
+        frames = self.frames
+        events_on = self._events_on
+        getframe, get_ident = sys._getframe, _threading.get_ident
+        E = sys.monitoring.events
+        DISABLE = sys.monitoring.DISABLE
+        user_events = E.LINE | E.PY_RETURN | E.PY_YIELD | E.PY_RESUME
+        missing, hook_mark, generated = _MISSING, _HOOK, _GENERATED_INIT
+
+        def start(code, offset):  # PY_START (global) and PY_RESUME (on the user's code objects)
+            plan = plans_get(code, missing)
+            if plan is None:
+                return DISABLE  # nothing to record in this code, ever (for every recorder of these plans)
+            tracer = monitor.tracer
+            if tracer is None or get_ident() != monitor.thread:
+                return None  # between recorders, or another thread (sys.settrace is per thread too)
+            frame = getframe(1)
+            if plan is hook_mark:
+                hook = tracer.calls.get(code)
+                if hook is None:
+                    return None
+                try:
+                    local = hook(frame)
+                except Exception:  # never let the observer change the program's behaviour
+                    return None
+                if local is not None:
+                    events_on(code, E.PY_RETURN)
+                    frames[frame] = local
+                return None
+            if plan is missing:
+                plan = tracer._plan(code)
+                if plan is None:
+                    return DISABLE
+            if plan is generated:
+                local = tracer._generated_init(frame)
+                if local is not None:
+                    events_on(code, E.PY_RETURN)
+                    frames[frame] = local
+                return None
+            events_on(code, user_events)
+            if frame not in frames:
+                frames[frame] = tracer._local(plan, os.path.abspath(code.co_filename))
+            return None
+
+        return start
+
+    def _make_line(self):
+        frames_get, getframe = self.frames.get, sys._getframe
+
+        def line(code, line_number):
+            frame = getframe(1)
+            local = frames_get(frame)
+            if local is not None:
+                local(frame, "line", None)
+
+        return line
+
+    def _make_return(self):
+        frames_pop, getframe = self.frames.pop, sys._getframe
+
+        def returned(code, offset, value):  # PY_RETURN, PY_YIELD: settrace's "return" event
+            frame = getframe(1)
+            local = frames_pop(frame, None)
+            if local is not None:
+                try:
+                    local(frame, "return", value)
+                except Exception:
+                    pass
+
+        return returned
+
+    def _make_raise(self):
+        frames_get, getframe = self.frames.get, sys._getframe
+
+        def raised(code, offset, exc):  # in each frame the exception passes through, as settrace's "exception"
+            frame = getframe(1)
+            local = frames_get(frame)
+            if local is not None:
+                try:
+                    local(frame, "exception", (type(exc), exc, exc.__traceback__))
+                except Exception:
+                    pass
+
+        return raised
+
+    def _make_unwind(self):
+        frames_pop, getframe = self.frames.pop, sys._getframe
+
+        def unwound(code, offset, exc):  # the frame ends by the exception: settrace's "return" of None
+            frame = getframe(1)
+            local = frames_pop(frame, None)
+            if local is not None:
+                try:
+                    local(frame, "exception", (type(exc), exc, exc.__traceback__))
+                    local(frame, "return", None)
+                except Exception:
+                    pass
+
+        return unwound
+
+
+_SHARED: list = []  # the process's one persistent _Monitor (of StoreTracer._shared_plans), once made
+_RESTART_EVENTS = False  # a watched function had been switched off: sys.monitoring.restart_events() first
+
+
+def _shared_monitor() -> "_Monitor | None":
+    """The monitor every recorder of the shared plans uses, one after the other (a test each, in a test
+    run): registered once, so that the code it switched off stays off for the next recorder, instead of
+    being instrumented again for each test.  None when no tool id is free."""
+    if _SHARED:
+        return _SHARED[0] if _SHARED[0].tool is not None else None
+    monitor = _Monitor(StoreTracer._shared_plans, persistent=True)
+    if not monitor.install():
+        return None
+    _SHARED.append(monitor)
+    return monitor
 
 
 def _is_record_object(cls) -> bool:

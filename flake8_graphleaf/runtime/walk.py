@@ -33,9 +33,14 @@ TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
-@functools.lru_cache(maxsize=1)
 def library_dirs() -> tuple[str, ...]:
-    """Folders of code that is not the user's: torch, this package, the standard library, installed packages."""
+    """Folders of code that is not the user's: torch, this package, the standard library, installed packages
+    (also a site-packages folder put on ``sys.path`` after the start, by a ``conftest.py`` or a ``.pth``)."""
+    return _library_dirs(tuple(sys.path))
+
+
+@functools.lru_cache(maxsize=4)
+def _library_dirs(search_path: tuple[str, ...]) -> tuple[str, ...]:
     dirs = {TORCH_DIR, _PACKAGE_DIR}
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
         try:
@@ -43,7 +48,7 @@ def library_dirs() -> tuple[str, ...]:
         except KeyError:
             continue
         dirs.add(os.path.abspath(path) + os.sep)
-    for path in sys.path:
+    for path in search_path:
         if path and ("site-packages" in path or "dist-packages" in path):
             dirs.add(os.path.abspath(path) + os.sep)
     return tuple(sorted(dirs))
@@ -312,6 +317,26 @@ def _reduce_noting(x, cls, methods):
                               kept)
             break
     return rv
+
+
+def cached_property_line(owner, attr) -> tuple[str, int] | None:
+    """(file, return line) of the user's ``functools.cached_property`` whose value ``owner.<attr>`` is: the
+    property's function made the tensor, and ``cached_property`` kept it in the instance's ``__dict__`` (a
+    store by the standard library, which no recorder names)."""
+    import functools
+
+    if not isinstance(attr, str):
+        return None
+    for klass in type(owner).__mro__:
+        prop = klass.__dict__.get(attr)
+        if prop is None:
+            continue
+        func = getattr(prop, "func", None) if isinstance(prop, functools.cached_property) else None
+        code = getattr(func, "__code__", None)
+        if code is None or not _user_code(code):
+            return None
+        return os.path.abspath(code.co_filename), _return_line(code)
+    return None
 
 
 def _return_line(code) -> int:
