@@ -310,6 +310,10 @@ def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
     taken = {(f.line, f.col): f for f in findings if f.code in STORES and not f.data.get("public_root")
              and not f.trust}
     copied_sites = {(f.line, f.col) for f in findings if f.code in ("GLF202", "GLF301", "GLF201") and not f.trust}
+    # a helper object's store that the module's finding names already ("by LastK.push() line 15")
+    for f in findings:
+        if f.data.get("kind") == "helper" and not f.trust and f.data.get("helper_line"):
+            taken.setdefault((f.data["helper_line"], None), f)
     out: list[Finding] = []
     stores: dict[tuple, Finding] = {}
     own_sites: set[tuple] = set()  # the copy sites reported here
@@ -403,6 +407,8 @@ def _stores(sink: Sink, here: str, taken: dict, stores: dict, module: str, class
         if kept.path != here:
             continue
         key = (kept.node.lineno, kept.node.col_offset)
+        if (kept.node.lineno, None) in taken:
+            continue  # the module's helper finding names this store of its helper object
         if key in taken:
             # reported by its own rule (a training step's store on the model it is given): the run
             # knows the object's class, which the copy-safe fix needs
