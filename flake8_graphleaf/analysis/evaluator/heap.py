@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import ast
 import os
-from collections import deque
 from dataclasses import dataclass, field
 
 from .. import messages
@@ -45,7 +44,9 @@ from .scopes import _explicit_enable, bind, self_name, settle_flags
 from ..facts.sinks import COPIER_NAMES as _COPIER_NAMES, COPIERS as _COPIERS, LOADERS as _LOADERS, QUEUES as _QUEUES
 from ..facts.sinks import POOL_EXECUTORS as _POOL_EXECUTORS, POOL_SENDS as _POOL_SENDS, POOLS as _POOLS
 from ..facts.sinks import SPAWNERS as _SPAWNERS, TENSOR_DATASETS as _TENSOR_DATASETS, is_mp as _mp, with_workers
-from ..program.stmtwalk import tree_statements, walk
+from ..program.stmtwalk import walk
+from .liveness import TOP, _live_defs, may_reach_sink  # noqa: F401 - may_reach_sink: the copy graph's gate
+from .origins import _caller_made, _given_to, _passed_parameter
 
 BUDGET = 20  # function runs from one root (the module's code, or one function)
 MAX_DEPTH = 6
@@ -1247,10 +1248,6 @@ def _where_stored(kept: Kept) -> tuple:
 
 # the sinks' names as a call spells them (``Tensor.__deepcopy__`` in a table is no copy), and
 # ``deepcopy as`` for an import that renames it
-_SINK_WORDS = ("deepcopy(", "deepcopy as ", "AveragedModel", "ModelEma", "DataLoader", ".put(", ".put_nowait(", "Process(", "spawn(",
-               "start_processes(", "Pool(", "ProcessPoolExecutor(")
-
-
 # containers of modules whose elements are what they are given (positionally)
 _MODULE_CONTAINERS = frozenset({"torch.nn.ModuleList", "torch.nn.Sequential", "torch.nn.modules.container.ModuleList",
                                 "torch.nn.modules.container.Sequential"})
@@ -1275,109 +1272,6 @@ def _items_held(f: "Frame", display: ast.AST, depth: int = 0) -> frozenset:
     return frozenset(out)
 
 
-def _segment(lines: list[str], node: ast.AST) -> str:
-    return "\n".join(lines[node.lineno - 1: getattr(node, "end_lineno", node.lineno) or node.lineno])
-
-
-def _without_docstrings(lines: list[str], tree: ast.AST) -> list[str]:
-    """``lines`` with the docstrings' lines blanked: an example in a docstring
-    (``>>> ema = copy.deepcopy(model)``) is no copy the run could reach."""
-    blank: list[tuple[int, int]] = []
-    for node in [tree, *tree_statements(tree)]:
-        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
-            first = node.body[0]
-            if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-                    and isinstance(first.value.value, str) and first.lineno > getattr(node, "lineno", 0)
-                    and (len(node.body) == 1 or node.body[1].lineno > (first.end_lineno or first.lineno))):
-                blank.append((first.lineno, first.end_lineno or first.lineno))
-    if not blank:
-        return lines
-    lines = list(lines)
-    for start, end in blank:
-        lines[start - 1:end] = [""] * (end - start + 1)
-    return lines
-
-
-def _live_defs(parsed, text: str | None = None) -> set[str]:
-    """The file's top-level functions and classes whose code may reach a copy or a send: its text
-    names one (``deepcopy``, ``DataLoader``, ``.put(``, ``Process(`` ...), or a function or class
-    of this file that may, or a name imported from a file of the program whose text names one
-    (read, not parsed). The run starts only from those (and from the module's code when it names
-    one of them): the others cannot produce a finding here. Read from the text (without its
-    docstrings), walked never."""
-    memo = parsed.memo
-    if "heap_live" in memo:
-        return memo["heap_live"]
-    project = getattr(parsed.imports, "project", None)
-    if text is None and project is not None:
-        text = project.text_of(parsed.path)
-    defs = {name: node for name, node in parsed.defs.items()
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-    if not text:  # no text: every definition may
-        memo["heap_live"] = live = set(defs) | {TOP}
-        return live
-    imported_live = set()
-    scope = os.path.join(os.path.dirname(os.path.abspath(parsed.path)), "")  # where a run follows calls
-    imported = getattr(parsed.imports, "names", {}) or {}
-    if project is not None:
-        for local, qual in imported.items():
-            if isinstance(qual, str) and local in text and _imported_live(project, qual, scope):
-                imported_live.add(local)
-    if not imported_live and not any(w in text for w in _SINK_WORDS):
-        memo["heap_live"] = live = set()  # nothing here names a copy or a send, nor imports one that may
-        return live
-    lines = _without_docstrings(text.split("\n"), parsed.tree)
-    texts = {name: _segment(lines, node) for name, node in defs.items()}
-    texts[TOP] = "\n".join(_segment(lines, s) for s in parsed.tree.body
-                            if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
-    live = {name for name, t in texts.items() if any(w in t for w in _SINK_WORDS)} | imported_live
-    changed = True
-    while changed:
-        changed = False
-        for name, t in texts.items():
-            if name not in live and any(other in t for other in live if other != TOP):
-                live.add(name)
-                changed = True
-    memo["heap_live"] = live
-    return live
-
-
-TOP = "<module>"  # the module's own code, in _live_defs
-
-
-def may_reach_sink(parsed, text: str | None = None) -> bool:
-    """May a run of this file reach a copy or a send (:func:`_live_defs`: its text, or a name it
-    imports from a file of the program whose text names one)?"""
-    return bool(_live_defs(parsed, text))
-
-
-def _imported_live(project, qual: str, scope: str = "") -> bool:
-    """Is ``qual`` a module of the program, or a name of one, whose text names a copy or a send?
-    For a module in the run's scope (the file's folder and below, where a run follows calls),
-    also one that imports such a module of its folder a few steps on (S2SModel -> ProdDecoder
-    -> the beam that copies); a run does not follow calls elsewhere, so there its own text decides.
-    Once per name and scope (the files of one folder import much the same names)."""
-    memo = getattr(project, "memo", None)
-    if memo is None:
-        return _find_imported_live(project, qual, scope)
-    key = ("imported-live", qual, scope)
-    found = memo.get(key)
-    if found is None:
-        found = memo[key] = _find_imported_live(project, qual, scope)
-    return found
-
-
-def _find_imported_live(project, qual: str, scope: str) -> bool:
-    for module in (qual, qual.rpartition(".")[0]):
-        if module:
-            path = project.located(module) if scope else None
-            in_scope = path is not None and os.path.abspath(path).startswith(scope)
-            found = project.reaches(module, _SINK_WORDS) if in_scope else project.mentions(module, _SINK_WORDS)
-            if found is not None:
-                return found
-    return False
-
-
 def runs_for(imports, words: tuple[str, ...]) -> list[Program]:
     """The runs of the project's files that import the checked one and may copy or send
     something (their text has one of ``words``): their copies of this file's objects and
@@ -1399,109 +1293,3 @@ def runs_for(imports, words: tuple[str, ...]) -> list[Program]:
         if done is not None:
             out.append(done)
     return out
-
-
-def _params(func) -> set[str]:
-    a = func.args
-    return {p.arg for p in a.posonlyargs + a.args + a.kwonlyargs}
-
-
-def _passed_parameter(func, arg: ast.AST, line: int, depth: int = 0) -> str | None:
-    """The parameter of ``func`` the copied expression comes from: itself (``inputs``), through an
-    item or attribute (``d[key]``), or through a local bound from it before the copy
-    (``d = dict(data)``); None when it is made here."""
-    root = arg
-    while isinstance(root, (ast.Subscript, ast.Attribute)):
-        root = root.value
-    if not isinstance(root, ast.Name) or depth > 3:
-        return None
-    if root.id in _params(func):
-        return root.id
-    bound = _bound_before(func.body, root, line, items=False)
-    if bound is None:
-        return None
-    names = {n.id for n in walk(bound.value) if isinstance(n, ast.Name)} & _params(func)
-    if len(names) != 1:
-        return None
-    return _passed_parameter(func, ast.Name(id=names.pop()), bound.lineno, depth + 1)
-
-
-def _caller_made(frame: "Frame", name: str, value: Value):
-    """Where the caller chain made what ``frame``'s function got as its parameter ``name``: (the
-    frame of the function that made it, the statement or argument that made it there, the argument
-    as written, the call that passed it on), or None where a call does not show it."""
-    call = None
-    while frame.caller is not None:
-        call = getattr(frame.caller, "calling", None)
-        given = _argument_for(frame.func, name, call, frame.self_atom is not None) if call is not None else None
-        if given is None:
-            return None
-        frame = frame.caller
-        if isinstance(given, ast.Name) and frame.func is not None and given.id in _params(frame.func):
-            name = given.id
-            continue
-        break
-    else:
-        return None
-    body = frame.func.body if frame.func is not None else frame.program.current.tree.body
-    where = _made_in(value, body, call.lineno) or _bound_before(body, given, call.lineno) or given
-    return frame, where, given, call
-
-
-def _given_to(frame: "Frame", stmt, value: Value) -> tuple | None:
-    """A store that keeps what the function was given (``self.values = values``): (path, what made
-    it) in the caller that made the tensor, or None."""
-    if frame.func is None or frame.caller is None or not isinstance(stmt, ast.Assign):
-        return None
-    if not (isinstance(stmt.value, ast.Name) and stmt.value.id in _params(frame.func)):
-        return None  # only the argument itself, stored as it came (not what the function computes from it)
-    name = stmt.value.id
-    found = _caller_made(frame, name, value)
-    if found is None:
-        return None
-    return found[0].ctx.path, found[1]
-
-
-def _made_in(value: Value, body: list, line: int):
-    """The last step of the value's witness trail that is a statement of ``body`` before ``line``
-    (``batch["pred"] = model(batch["image"])``), or None."""
-    ids = {id(n) for stmt in body for n in walk(stmt)}
-    steps = [node for step_line, _target, node, *_path in value.trail if id(node) in ids and step_line < line]
-    return steps[-1] if steps else None
-
-
-def _argument_for(func, name: str, call: ast.Call, method: bool):
-    """The expression ``call`` passes for ``func``'s parameter ``name``, or None."""
-    for k in call.keywords:
-        if k.arg == name:
-            return k.value
-    params = [p.arg for p in func.args.posonlyargs + func.args.args]
-    if method and params:
-        params = params[1:]
-    if name in params:
-        i = params.index(name)
-        if i < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[: i + 1]):
-            return call.args[i]
-    return None
-
-
-def _bound_before(body: list, given: ast.AST, line: int, items: bool = True):
-    """The last assignment of the name ``given`` (or of an item or attribute of it) before
-    ``line`` in ``body`` (walked whole), or None."""
-    if not isinstance(given, ast.Name):
-        return None
-    best = None
-    for stmt in body:
-        for n in walk(stmt):
-            if isinstance(n, ast.Assign) and n.lineno < line and any(
-                    _rooted(t, given.id) if items else isinstance(t, ast.Name) and t.id == given.id for t in n.targets):
-                if best is None or n.lineno > best.lineno:
-                    best = n
-    return best
-
-
-def _rooted(target: ast.AST, name: str) -> bool:
-    """``name = ...``, or a store into it: ``name["pred"] = ...``, ``name.out = ...``."""
-    while isinstance(target, (ast.Subscript, ast.Attribute)):
-        target = target.value
-    return isinstance(target, ast.Name) and target.id == name

@@ -407,8 +407,9 @@ def _stores(sink: Sink, here: str, taken: dict, stores: dict, module: str, class
         if kept.path != here:
             continue
         key = (kept.node.lineno, kept.node.col_offset)
-        if (kept.node.lineno, None) in taken:
-            continue  # the module's helper finding names this store of its helper object
+        helper = taken.get((kept.node.lineno, None))
+        if helper is not None and helper.class_name in sink.classes:
+            continue  # a copy of the module whose helper finding names this store of its helper object
         if key in taken:
             # reported by its own rule (a training step's store on the model it is given): the run
             # knows the object's class, which the copy-safe fix needs
