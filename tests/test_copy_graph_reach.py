@@ -22,6 +22,16 @@ the project raises and its twin runs, and ``graphleaf fix --unsafe-fixes`` makes
 - ``extractor``: a plain feature extractor registers hooks on ``model.named_modules()`` that fill
   its own dict;
 - ``context_dict``: a per-step context dict copied without its loss;
+- ``plain_state``: a plain session object holds the model its constructor is given; a step in
+  another file calls ``session.model(x)`` and appends the loss to ``session.losses``; the script
+  deep-copies the session;
+- ``pool_records``: records that pickle themselves through ``__reduce_ex__`` with an encoder's
+  features, sent as a spawn pool's tasks: the send, the store, and the line that gave each record
+  its feature (an item of ``zip(boxes, features)``);
+- ``spawn_legacy_norm``: ``torch.multiprocessing.start_processes(..., start_method="spawn")`` is
+  given a module with a legacy ``weight_norm``; the twin sends its ``state_dict()`` (the legacy
+  finding stays; its fix is not offered, since a module with the parametrizations' weight_norm
+  cannot be pickled either);
 - ``ema_engine``: an EMA helper in ``engine/ema.py`` deep-copies the model its constructor is given,
   whose class in ``models/backbone.py`` keeps its features: the copy names the store's file and
   line (the store names no copy of another file: which of the other files' runs a front end sees
@@ -71,13 +81,27 @@ SHAPES = {
     "context_dict": (["run.py:11:20: GLF201", "run.py:8:5: GLF201"], LEAVES,
                      ("run.py", 'copy.deepcopy({k: v for k, v in ctx.items() if k != "loss"})',
                       '{k: v.detach().clone() if torch.is_tensor(v) else v for k, v in ctx.items() if k != "loss"}')),
+    "plain_state": (["loop.py:9:5: GLF002", "run.py:14:16: GLF202"], LEAVES,
+                    ("loop.py", "session.losses.append(loss)", "session.losses.append(loss.item())")),
+    "pool_records": (["records.py:17:22: GLF301", "records.py:9:9: GLF001", "run.py:14:17: GLF301"], SERIALIZE,
+                     ("records.py", "Match(b, f) for b, f", "Match(b, f.detach()) for b, f")),
+    "spawn_legacy_norm": (["launch.py:17:5: GLF301", "vocoder.py:9:21: GLF101"], SERIALIZE,
+                          [("launch.py", "def fit(rank, net, steps):\n", "def fit(rank, weights, steps):\n"
+                            "    net = Upsampler()\n    net.load_state_dict(weights)\n"),
+                           ("launch.py", "args=(net, steps)", "args=(net.state_dict(), steps)")]),
 }
+
+# what the twin still reports: a legacy weight_norm is a finding of its own wherever the module goes
+# (the twin sends its state_dict instead, which the spawned process loads into a module it builds)
+TWIN_FINDINGS = {"spawn_legacy_norm": ["vocoder.py:9:21: GLF101"]}
 
 
 # shapes no automatic fix can repair without changing what the program computes, and why fix says so
 NO_FIX = {
     # the loss is computed from ctx["logits"]: detaching it would stop training; what to copy is the user's choice
     "context_dict": "a value the program uses is in it",
+    # the parametrizations' weight_norm makes a module that cannot be pickled either
+    "spawn_legacy_norm": "cannot be pickled either",
 }
 
 
@@ -85,11 +109,12 @@ def _project(tmp_path: Path, name: str, twin: bool) -> Path:
     project = tmp_path / name
     shutil.copytree(PROJECTS / name, project)
     if twin:
-        file, old, new = SHAPES[name][2]
-        path = project / file
-        text = path.read_text()
-        assert old in text, (name, old)
-        path.write_text(text.replace(old, new))
+        edits = SHAPES[name][2]
+        for file, old, new in edits if isinstance(edits, list) else [edits]:
+            path = project / file
+            text = path.read_text()
+            assert old in text, (name, old)
+            path.write_text(text.replace(old, new))
     return project
 
 
@@ -118,13 +143,27 @@ def test_the_shape_is_reported_and_its_twin_is_not(tmp_path, name):
     if name == "ema_engine":  # the copy names the store of the other file
         assert "GLF001 at models/backbone.py:12, stored by Backbone.forward" in r.stdout, r.stdout
     twin = _check(_project(tmp_path / "twin", name, True))
+    if name in TWIN_FINDINGS:
+        assert _found(twin.stdout) == TWIN_FINDINGS[name], twin.stdout
+        return
     assert twin.returncode == 0 and twin.stdout == "", twin.stdout
+
+
+# shapes whose store gets no automatic fix yet (issue 38): strict, so the day it works this says so
+FIX_PENDING = {
+    "plain_state": "a plain object's list filled by a module-level step function: no copy-safe class here, and "
+                   "the detach fix is not built for it",
+    "pool_records": "a __slots__ class with its own __reduce_ex__: the copy-safe fix does not extend __reduce_ex__, "
+                    "and the line that made the feature leaves the fix to the store",
+}
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SHAPES))
-def test_the_shape_raises_its_twin_runs_and_the_fix_makes_it_run(tmp_path, name):
+def test_the_shape_raises_its_twin_runs_and_the_fix_makes_it_run(tmp_path, name, request):
     pytest.importorskip("torch")
+    if name in FIX_PENDING:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=FIX_PENDING[name]))
     _, error, _ = SHAPES[name]
     broken = _project(tmp_path / "broken", name, False)
     ran = _run(broken)

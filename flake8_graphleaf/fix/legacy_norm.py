@@ -77,6 +77,10 @@ def _uses(ctx: Context, node) -> list[ast.Call]:
 def _guard_weight_norm(f: Finding, ctx: Context, node) -> None:
     if f.code != "GLF101":
         return
+    if f.data.get("sent_at"):
+        raise NoFix(f"not migrated: the module is sent to another process at {f.data['sent_at']}, and a module "
+                    "with the parametrizations' weight_norm cannot be pickled either: send its state_dict() and "
+                    "rebuild the module in the new process")
     why = _reads_g_v(ctx)
     if why:
         raise NoFix(f"not migrated: the code reads the legacy weight_g / weight_v ({why}), which the parametrizations "

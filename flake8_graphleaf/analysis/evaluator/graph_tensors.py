@@ -432,9 +432,26 @@ class Evaluator(CallSemantics):
                 isinstance(func, ast.Name) and func.id == "enumerate"
             ):
                 self.bind_target(target.elts[0], NOTHING)
-                self.bind_target(target.elts[1], value)
+                if not self._bind_zip(target.elts[1], iterated.args[0] if isinstance(func, ast.Name) and iterated.args
+                                      else None):
+                    self.bind_target(target.elts[1], value)
                 return
+        if self._bind_zip(target, iterated):
+            return
         self.bind_target(target, value)
+
+    def _bind_zip(self, target: ast.AST, iterated: ast.AST | None) -> bool:
+        """``for box, score, emb in zip(boxes, scores, embeddings)``: each name holds an item of
+        its own sequence, not the join of all three (names and attributes only: evaluating them
+        again runs nothing)."""
+        if not (isinstance(target, ast.Tuple) and isinstance(iterated, ast.Call) and isinstance(iterated.func, ast.Name)
+                and iterated.func.id == "zip" and not iterated.keywords and len(iterated.args) == len(target.elts)
+                and all(isinstance(a, (ast.Name, ast.Attribute)) for a in iterated.args)
+                and not any(isinstance(t, ast.Starred) for t in target.elts)):
+            return False
+        for elt, seq in zip(target.elts, iterated.args):
+            self.bind_iteration(elt, seq, self.eval(seq))
+        return True
 
     def bind_target(self, target: ast.AST, value: Value) -> None:
         """Bind local names in an assignment target (stores on objects are the walker's)."""

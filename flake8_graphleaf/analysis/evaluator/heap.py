@@ -38,12 +38,13 @@ from .calls import is_cached_property, is_property
 from .flow import CONTAINER_MUTATORS, Store, Walker, target_root
 from ..program.grad_mode import function_grad_mode
 from .graph_tensors import ARG, GRAPH, LEAF, MODULE, NOTHING, Evaluator, Value, join
-from ..values import short
+from ..values import CLASS_PREFIX, short
 from ..program.helper_objects import file_classes
 from .scopes import _explicit_enable, bind, self_name, settle_flags
 from ..facts.sinks import COPIER_NAMES as _COPIER_NAMES, COPIERS as _COPIERS, LOADERS as _LOADERS, QUEUES as _QUEUES
 from ..facts.sinks import POOL_EXECUTORS as _POOL_EXECUTORS, POOL_SENDS as _POOL_SENDS, POOLS as _POOLS
 from ..facts.sinks import SPAWNERS as _SPAWNERS, TENSOR_DATASETS as _TENSOR_DATASETS, is_mp as _mp, with_workers
+from ..facts.sinks import LEGACY_NOW as _LEGACY_NOW
 from ..program.stmtwalk import walk
 from .liveness import TOP, _live_defs, may_reach_sink  # noqa: F401 - may_reach_sink: the copy graph's gate
 from .origins import _caller_made, _given_to, _passed_parameter
@@ -566,7 +567,9 @@ class Frame(Evaluator):
                 if (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and not it.args
                         and it.func.attr in ("items", "values")):
                     it = it.func.value
-                out |= {a for a in flatten(self.types_of(it)) if a[0] == "alloc"}
+                # a container the run made stands for its items; a list of the program's objects
+                # (the types of a display are its items') gives those objects
+                out |= {a for a in flatten(self.types_of(it)) if a[0] in ("alloc", "obj")}
         return frozenset(out)
 
     def _method_atom(self, atom, name: str) -> frozenset:
@@ -589,6 +592,10 @@ class Frame(Evaluator):
         value = super().eval_Attribute(node)
         if not isinstance(node.ctx, ast.Load):
             return value
+        if value.kind < GRAPH:
+            stored = self._stored(node)
+            if stored:
+                value = join(value, *stored)
         getters = []
         for atom in flatten(self.types_of(node.value)):
             if atom[0] == "obj":
@@ -606,6 +613,14 @@ class Frame(Evaluator):
             self._cache_property(getter, got, returned)
         self.read_types[id(node)] = frozenset(types)
         return join(*results)
+
+    def _stored(self, node: ast.Attribute) -> list[Value]:
+        """What the run stored at ``obj.name`` for the objects ``obj`` may be (``state.model``
+        after ``RunState(model)``: the module given to its constructor); ``self.name`` is the frame's."""
+        if self.is_self(node.value):
+            return []
+        values = self.program.values
+        return [values[key] for key in ((a, node.attr) for a in flatten(self.types_of(node.value))) if key in values]
 
     def _cache_property(self, getter, got: Value, returned) -> None:
         """A ``functools.cached_property``: the first read puts what the getter returns in the
@@ -690,13 +705,19 @@ class Frame(Evaluator):
             sent = join(*(self.eval(a) for a in node.args[1:]), *(self.eval(k.value) for k in node.keywords))
             if sent.kind == GRAPH:
                 self.program.sinks.append(Sink("pool", node, f"{ast.unparse(func)}(...)", [], sent, self.ctx.path))
+            else:
+                self._send_objects("pool", node, node.args[1:] + [k.value for k in node.keywords])
             return NOTHING
         if attr in ("put", "put_nowait") and node.args and QUEUE in flatten(self.types_of(func.value)):
             value = self.eval(node.args[0])
             if value.kind == GRAPH:
                 self.program.sinks.append(Sink("queue", node, f"{ast.unparse(func)}(...)", [], value,
                                                   self.ctx.path))
+            else:
+                self._send_objects("queue", node, node.args[:1])
             return NOTHING
+        if qual in _LEGACY_NOW and node.args:
+            return self._legacy_norm(node, qual)
         if _mp(qual, _PROCESSES) or (attr == "Process" and qual is None):
             return self._process(node)
         if qual in _SPAWNERS and node.args:
@@ -753,6 +774,12 @@ class Frame(Evaluator):
                     self.call_types[id(node)] = self.call_types.get(id(node), EMPTY) | frozenset(copies)
             return result
         callees = self._callees(func)
+        if not callees and isinstance(func, ast.Attribute) and any(
+                v.kind == MODULE and not v.origin.startswith(CLASS_PREFIX) for v in self._stored(func)):
+            # state.model(x): the module the run stored on that object, called
+            pos = [self.eval(a) for a in node.args]
+            kw = {k.arg or "**": self.eval(k.value) for k in node.keywords}
+            return self.module_call(f"{short(func)}(...)", pos, kw)
         if not callees:
             result = super().eval_Call(node)
             if qual in _MODULE_CONTAINERS:
@@ -917,7 +944,41 @@ class Frame(Evaluator):
     def _spawn(self, node: ast.Call) -> Value:
         args = next((k.value for k in node.keywords if k.arg == "args"), node.args[1] if len(node.args) > 1 else None)
         self._run_target(node.args[0], args, node, 1)
+        method = next((k.value for k in node.keywords if k.arg == "start_method"), None)
+        if isinstance(args, (ast.Tuple, ast.List)) and not (isinstance(method, ast.Constant) and method.value == "fork"):
+            # torch.multiprocessing.spawn / start_processes (start_method "spawn" by default): the
+            # arguments are pickled for each new process
+            self._send_objects("process", node, args.elts)
         return NOTHING
+
+    def _send_objects(self, kind: str, node: ast.Call, sent: list) -> None:
+        """Objects of the run sent to another process (pickled): what a deep copy of them would
+        reach, the pickle reaches too (``mp.spawn(fit, args=(generator, cfg))`` with a legacy
+        weight-normed convolution in the generator; a pool task holding objects that keep graph tensors)."""
+        types = frozenset().union(*(self.types_of(a) for a in sent)) if sent else EMPTY
+        reached = self.program.reach_paths(types) if types else []
+        if reached:
+            shown = sent[0] if len(sent) == 1 else next(
+                (a for a in sent if self.program.reach_paths(self.types_of(a))), sent[0])
+            self.program.sinks.append(Sink(kind, node, f"{short(node.func)}(...)", [k for k, _ in reached],
+                                           path=self.ctx.path, paths=[p for _, p in reached],
+                                           copied=ast.unparse(shown), classes=_classes(types)))
+
+    def _legacy_norm(self, node: ast.Call, qual: str) -> Value:
+        """Legacy ``torch.nn.utils.weight_norm(module)``: the module's weight is computed from
+        weight_g and weight_v at once (a tensor with a grad_fn on the module), and again at every
+        forward; a copy or a pickle of the module fails from then on."""
+        result = super().eval_Call(node)
+        types = self.types_of(node.args[0])
+        name = next((k.value for k in node.keywords if k.arg == "name"), node.args[1] if len(node.args) > 1 else None)
+        attr = name.value if isinstance(name, ast.Constant) and isinstance(name.value, str) else "weight"
+        value = Value(GRAPH, f"{short(node.func)}(...)")
+        for atom in flatten(types):
+            if atom[0] in ("obj", "alloc") and (atom, attr) not in self.program.kept:
+                self.program.kept[(atom, attr)] = Kept(atom, attr, _LEGACY_NOW[qual], node, None, value, self.ctx.path,
+                                                       self.reached(), f"{ast.unparse(node.args[0])}.{attr}")
+        self.call_types[id(node)] = types
+        return result
 
     def _run_target(self, target, args, node, rank: int) -> None:
         if isinstance(args, (ast.Tuple, ast.List)):

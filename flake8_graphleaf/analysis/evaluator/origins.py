@@ -52,8 +52,26 @@ def _caller_made(frame, name: str, value: Value):
     else:
         return None
     body = frame.func.body if frame.func is not None else frame.program.current.tree.body
+    if _loop_target(body, given, call):
+        # Detection(b, s, e) for ... in zip(boxes, scores, embeddings): the item passed at the call
+        return frame, given, given, call
     where = _made_in(value, body, call.lineno) or _bound_before(body, given, call.lineno) or given
     return frame, where, given, call
+
+
+def _loop_target(body: list, given: ast.AST, call: ast.Call) -> bool:
+    """Is ``given`` a name that a ``for`` loop or a comprehension around ``call`` binds to the items
+    of what it iterates?"""
+    if not isinstance(given, ast.Name):
+        return False
+    for stmt in body:
+        for n in walk(stmt):
+            if isinstance(n, (ast.For, ast.AsyncFor, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)) and (
+                    n.lineno <= call.lineno <= (n.end_lineno or n.lineno)):
+                targets = [n.target] if isinstance(n, (ast.For, ast.AsyncFor)) else [g.target for g in n.generators]
+                if any(isinstance(t, ast.Name) and t.id == given.id for target in targets for t in ast.walk(target)):
+                    return True
+    return False
 
 
 def _given_to(frame, stmt, value: Value) -> tuple | None:

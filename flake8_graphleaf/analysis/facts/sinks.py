@@ -18,6 +18,9 @@ POOL_SENDS = ("map", "map_async", "starmap", "starmap_async", "apply", "apply_as
 POOL_EXECUTORS = {"concurrent.futures.ProcessPoolExecutor", "concurrent.futures.process.ProcessPoolExecutor"}
 SPAWNERS = {"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes",
             "torch.multiprocessing.spawn.spawn", "torch.multiprocessing.spawn.start_processes"}
+# calls that leave a tensor with a grad_fn on the module they are given as soon as they run (legacy
+# weight_norm computes the weight from weight_g / weight_v when it is applied): code -> the rule that names them
+LEGACY_NOW = {"torch.nn.utils.weight_norm": "GLF101", "torch.nn.utils.weight_norm.weight_norm": "GLF101"}
 
 
 def is_mp(qual: str | None, names: tuple[str, ...]) -> bool:

@@ -32,6 +32,8 @@ RULES: dict[str, str] = {}  # it reports GLF001 / GLF002 / GLF003 / GLF202 / GLF
 
 CLEARABLE = ("GLF001", "GLF002", "GLF003")
 STORES = ("GLF001", "GLF002", "GLF003", "GLF004", "GLF005")
+LEGACY_CODES = ("GLF101", "GLF102")
+SENDS = ("queue", "pool", "process")
 WORDS = ("deepcopy", "AveragedModel", "ModelEma", "DataLoader", "multiprocessing", ".put(", "Pool(", "ProcessPoolExecutor(")
 
 EXAMPLES = [
@@ -286,6 +288,15 @@ def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
     sinks = [s for p in programs for s in p.sinks
              if s.path == here or any(k.path == here for k in s.kept) or s.origin is not None and s.origin[0] == here
              or _made_here(s, here)]
+    # a legacy weight_norm of this file whose module is sent to another process: its own fix (the
+    # parametrizations' weight_norm) would not make the send work (such a module cannot be pickled)
+    for f in findings:
+        if f.code in LEGACY_CODES:
+            sent = next((_at(s, here) for s in sinks if s.kind in SENDS for k in s.kept
+                         if k.path == here and k.code == f.code and (k.node.lineno, k.node.col_offset) == (f.line, f.col)),
+                        None)
+            if sent:
+                f.data["sent_at"] = sent
     judged: dict[tuple, bool] = {}
     for p in programs:
         for (path, line, col), bad in p.judged.items():
@@ -335,12 +346,23 @@ def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
         else:
             _stores(sink, here, taken, stores, module, classes)
             continue
-        if sink.kind in ("queue", "pool", "process"):
+        if sink.kind in ("queue", "pool", "process") and not sink.kept:
             out.append(_sent(sink))
             continue
         first = sink.kept[0]
-        code = "GLF301" if sink.kind == "loader" else "GLF202"
-        if code == "GLF202":
+        code = "GLF202" if sink.kind == "copy" else "GLF301"
+        if sink.kind in ("queue", "pool", "process"):
+            several = 'those lines' if len(_listed(sink, here)) > 1 else 'that line'
+            # a module with torch.nn.utils.parametrizations.weight_norm cannot be pickled either
+            advice = ("send its state_dict() and rebuild the module in the new process (a module with the "
+                      "parametrizations' weight_norm cannot be pickled either)"
+                      if any(k.code not in STORES for k in sink.kept) else f"fix {several}, or send .detach()ed "
+                      "copies of what it keeps (a module: its state_dict(), rebuilt there)")
+            message = messages.copy_site(
+                sink.what, sink.copied or "what it sends", _copied_class(sink), _listed(sink, here),
+                "pickling it for the other process fails like a deep copy (the graph-leaf error, or 'Cowardly "
+                f"refusing to serialize non-leaf tensor which requires_grad'): {advice}", verb="will fail")
+        elif code == "GLF202":
             message = messages.copy_site(sink.what, sink.copied or short(node.args[0]), _copied_class(sink),
                                          _listed(sink, here))
         else:
@@ -404,8 +426,8 @@ def _cleared(programs: list, here: str) -> dict[int, str]:
 def _stores(sink: Sink, here: str, taken: dict, stores: dict, module: str, classes: dict) -> None:
     """Put the stores of this file that ``sink`` copies into ``stores`` (once each)."""
     for kept in sink.kept:
-        if kept.path != here:
-            continue
+        if kept.path != here or kept.code not in STORES:
+            continue  # a legacy norm's weight: its own rule reports every call of it
         key = (kept.node.lineno, kept.node.col_offset)
         helper = taken.get((kept.node.lineno, None))
         if helper is not None and helper.class_name in sink.classes:
@@ -625,7 +647,6 @@ def _made_at(sink: Sink) -> list[tuple]:
         first = _first_step(sink.value, sink.path)
         if first is not None and sink.value.trail[0][1] == "return " and sink.value.kind == GRAPH:
             out.append((first[0], first[2], sink.what, (sink.path, sink.node.lineno)))
-        return out
     for kept in sink.kept:
         if kept.made is not None:
             out.append((kept.made[0], kept.made[1], f"'{kept.target}'", (kept.path, kept.node.lineno)))
@@ -657,7 +678,10 @@ def _made(sink: Sink, here: str, reported: set) -> list[Finding]:
         elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and node.value is not None:
             subject, node = ast.unparse(node.target), node.value
         kept_at = f"line {at_line}" if at_path == here else f"{witness.display_path(at_path, here)}:{at_line}"
-        if sink.kind in ("queue", "pool", "process"):
+        if sink.kind in ("queue", "pool", "process") and (at_path, at_line) != (sink.path, sink.node.lineno):
+            fails = f"{holder} at {kept_at} keeps it, and {sink.what} at {_at(sink, here)} sends that to another " \
+                    "process and will fail (pickling it fails like a deep copy)"
+        elif sink.kind in ("queue", "pool", "process"):
             fails = f"{sink.what} at {_at(sink, here)} sends it to another process and will fail ('Cowardly " \
                     "refusing to serialize non-leaf tensor which requires_grad')"
         elif sink.kind == "loader":
@@ -666,8 +690,7 @@ def _made(sink: Sink, here: str, reported: set) -> list[Finding]:
         else:
             fails = f"{holder} at {kept_at} keeps it, and {sink.what} at {_at(sink, here)} will raise (only graph " \
                     "leaves support deepcopy)"
-        value = sink.value if sink.kind in ("queue", "pool", "process") else next(
-            (k.value for k in sink.kept if (k.path, k.node.lineno) == (at_path, at_line)), sink.value)
+        value = next((k.value for k in sink.kept if (k.path, k.node.lineno) == (at_path, at_line)), sink.value)
         source = value.origin or "a computation on the autograd graph"
         advice = "detach what is sent" if sink.kind in ("queue", "pool", "process") else "fix the line that keeps it"
         f = finding(code, node,
