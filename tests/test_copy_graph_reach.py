@@ -32,6 +32,15 @@ the project raises and its twin runs, and ``graphleaf fix --unsafe-fixes`` makes
   given a module with a legacy ``weight_norm``; the twin sends its ``state_dict()`` (the legacy
   finding stays; its fix is not offered, since a module with the parametrizations' weight_norm
   cannot be pickled either);
+- ``worker_items``: a Dataset's ``__getitem__`` computes its item with an ``nn.Embedding`` it
+  holds; a DataLoader with workers runs it with grad on (the loader, and the line that made the item);
+- ``optimizer_lr``: a plain scheduler object writes a tensor computed from the loss into its
+  optimizer's ``param_groups``; ``copy.deepcopy(optimizer.state_dict())`` meets it (a torch
+  optimizer is an object of the heap);
+- ``probe_forward``: a constructor runs ``self.forward(zeros)`` with grad on only to read the
+  output's shape; a gate's store from that forward is met by the script's copy: the probe's line
+  too, whose fix is ``torch.no_grad()`` (the twin: the probe under no_grad; the gate's store in
+  forward stays a finding of its own);
 - ``ema_engine``: an EMA helper in ``engine/ema.py`` deep-copies the model its constructor is given,
   whose class in ``models/backbone.py`` keeps its features: the copy names the store's file and
   line (the store names no copy of another file: which of the other files' runs a front end sees
@@ -51,6 +60,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PROJECTS = ROOT / "fixtures" / "projects" / "reach"
 LEAVES = "graph leaves"
 SERIALIZE = "Cowardly refusing to serialize non-leaf tensor"
+OUT_STACK = "functions with out=... arguments don't support automatic differentiation"
 
 # shape -> (the findings "file:line:col: CODE", what the run raises, the twin's edit)
 SHAPES = {
@@ -89,11 +99,20 @@ SHAPES = {
                           [("launch.py", "def fit(rank, net, steps):\n", "def fit(rank, weights, steps):\n"
                             "    net = Upsampler()\n    net.load_state_dict(weights)\n"),
                            ("launch.py", "args=(net, steps)", "args=(net.state_dict(), steps)")]),
+    "worker_items": (["data.py:15:17: GLF301", "run.py:9:14: GLF301"], OUT_STACK,
+                     ("data.py", "        feats = self.table(self.tokens[i])",
+                      "        with torch.no_grad():\n            feats = self.table(self.tokens[i])")),
+    "optimizer_lr": (["run.py:18:12: GLF202", "warmup.py:9:13: GLF002"], LEAVES,
+                     ("warmup.py", 'group["lr"] = base * scale', 'group["lr"] = base * float(scale)')),
+    "probe_forward": (["net.py:11:9: GLF001", "net.py:23:15: GLF201", "run.py:11:11: GLF202"], LEAVES,
+                      ("net.py", "        out = self.forward(torch.zeros(1, 3, size, size))",
+                       "        with torch.no_grad():\n            out = self.forward(torch.zeros(1, 3, size, size))")),
 }
 
 # what the twin still reports: a legacy weight_norm is a finding of its own wherever the module goes
 # (the twin sends its state_dict instead, which the spawned process loads into a module it builds)
-TWIN_FINDINGS = {"spawn_legacy_norm": ["vocoder.py:9:21: GLF101"]}
+# (the probe's twin: the gate's store in forward is a finding of its own; the program's copy is clean)
+TWIN_FINDINGS = {"spawn_legacy_norm": ["vocoder.py:9:21: GLF101"], "probe_forward": ["net.py:11:9: GLF001"]}
 
 
 # shapes no automatic fix can repair without changing what the program computes, and why fix says so

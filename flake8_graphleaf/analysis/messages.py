@@ -121,8 +121,9 @@ def name_copy(f, copy: str, line: int, path: str | None = None, reach: str | Non
     clause = copy_clause(copy, line, path, reach, maybe=bool(found.group("maybe")))
     if not reach and found.group("copies"):
         clause += found.group("copies")
+    f.data["unnamed_message"] = f.message  # what it says again if that copy turns out clean (copy_graph.settle)
     f.message = f.message[: found.start()] + clause + f.message[found.end():]
-    f.data["copy_named"] = True
+    f.data["copy_named"] = line
 
 
 class Store:

@@ -38,6 +38,7 @@ from .cst import NoFix
 from .deepcopy import fix_deepcopy
 from .hooks import hook_detach
 from .legacy_norm import fix_legacy, fix_weight_drop
+from .no_grad import fix_no_grad_call
 from .processes import fix_process_send
 from .shapes import known_shape
 from .stores import container_detach, detached_mirror, rename_to_local
@@ -63,7 +64,7 @@ def attach_fixes(tree: ast.Module, text: Text, findings: list[Finding], classes:
             if f.data.get("kind") == "made":
                 # where a kept or sent tensor was made: the store's or the send's fix comes first
                 # (the fixer applies this one only where the copy or send still fails then)
-                f.fix = _made_detach(f, ctx)
+                f.fix = fix_no_grad_call(f, ctx) if f.data.get("entry") else _made_detach(f, ctx)
                 if f.fix is None:
                     f.data.setdefault("no_fix", "fixed where it is stored or sent")
                 continue

@@ -416,6 +416,8 @@ class CallSemantics:
                 return join(*results)
         if facts is not None and (meth in facts.functional or meth in facts.plain):
             return self.computed(NOTHING, everything)
+        if facts is not None and meth in getattr(facts, "frozen_modules", ()):
+            return self.computed(NOTHING, everything)  # a frozen submodule: its inputs' history only
         if facts is not None and (meth in facts.submodules or self.self_attrs.get(meth, NOTHING).kind == MODULE):
             result = self.module_call(f"self.{meth}(...)", pos, kw)
             quals = facts.submodule_quals.get(meth)

@@ -47,7 +47,7 @@ from ..facts.sinks import SPAWNERS as _SPAWNERS, TENSOR_DATASETS as _TENSOR_DATA
 from ..facts.sinks import LEGACY_NOW as _LEGACY_NOW
 from ..program.stmtwalk import walk
 from .liveness import TOP, _live_defs, may_reach_sink  # noqa: F401 - may_reach_sink: the copy graph's gate
-from .origins import _caller_made, _given_to, _passed_parameter
+from .origins import _caller_made, _given_to, _inspection_entry, _passed_parameter
 
 BUDGET = 20  # function runs from one root (the module's code, or one function)
 MAX_DEPTH = 6
@@ -103,6 +103,11 @@ class Kept:
     # where the stored tensor was made, when the storing code only keeps what a caller gave it
     # (``self.values = values`` in a constructor): (path, the expression or statement that made it there)
     made: tuple | None = None
+    # the call outside any module's forward that ran the forward storing it, where that call's
+    # result is only inspected (``model(example)`` for its shapes, a stride probe's
+    # ``y = self.forward(zeros)`` then ``y.shape``): (path, the call); run under torch.no_grad()
+    # it would store no graph tensor
+    entry: tuple | None = None
 
 
 @dataclass
@@ -155,6 +160,9 @@ class Program:
         # copies of objects of plain classes of the program the run judged: (path, line, col) ->
         # whether what they reach keeps a graph tensor there
         self.judged: dict[tuple, bool] = {}
+        # objects of the run handed to code it does not follow (a library's trainer.fit(model)):
+        # what that code did to them is not known, so a copy of one is not judged by the run
+        self.escaped: set = set()
         self.runs = 0
         self.done: dict = {}  # a call's inputs -> its result, for this run
         self.active: set = set()
@@ -313,7 +321,8 @@ class Program:
                 root = target.split(".", 1)[0].split("[", 1)[0]
                 self.kept[key] = Kept(atom, attr, code, node, stmt, value, frame.ctx.path, frame.reached(), target,
                                       frame.func.name if frame.func is not None else "", root,
-                                      atom == frame.self_atom and root == frame.self_name, _given_to(frame, stmt, value))
+                                      atom == frame.self_atom and root == frame.self_name, _given_to(frame, stmt, value),
+                                      _inspection_entry(frame))
             elif direct:
                 taken = self.kept.get(key)
                 root = target.split(".", 1)[0].split("[", 1)[0]
@@ -747,7 +756,11 @@ class Frame(Evaluator):
             reached = self.program.reach_paths(types)
             kept = [k for k, _ in reached]
             where = (self.ctx.path, node.lineno, node.col_offset)
-            if any(a[0] == "obj" and not self.program.is_module(a[1]) for a in flatten(types)):
+            atoms = flatten(types)
+            if any(a[0] == "obj" and not self.program.is_module(a[1]) for a in atoms) or (
+                    any(a[0] == "obj" for a in atoms) and not self._escaped(atoms)):
+                # a copy of the program's objects, with everything done to them before it run:
+                # judged (a module's too, where no code the run does not follow got it first)
                 self.program.judged[where] = self.program.judged.get(where, False) or bool(kept)
             if kept:
                 self.program.sinks.append(Sink(
@@ -782,6 +795,7 @@ class Frame(Evaluator):
             return self.module_call(f"{short(func)}(...)", pos, kw)
         if not callees:
             result = super().eval_Call(node)
+            self._escape(node, qual)
             if qual in _MODULE_CONTAINERS:
                 # nn.ModuleList([Block(...) for ...]), nn.Sequential(*layers): the container holds
                 # the program's objects it is given (made as its arguments were evaluated), and
@@ -802,6 +816,22 @@ class Frame(Evaluator):
                 self.call_types[id(node)] = flatten(self.types_of(node.args[0]))
             elif qual == "copy.copy" and node.args:
                 self.call_types[id(node)] = flatten(self.types_of(node.args[0]))
+            elif qual and qual.startswith("torch.optim.") and qual.count(".") == 2 and qual.rpartition(".")[2][:1].isupper():
+                # a torch optimizer made here (torch.optim.SGD(...)): an object of the heap whose
+                # param_groups is a list of dicts the program reads and writes (a scheduler's
+                # group["lr"] = ...), and which its state_dict() hands on as they are
+                where = (self.ctx.path, node.lineno, node.col_offset)
+                atom, groups, group = (("alloc", *where, "optimizer"), ("alloc", *where, "param_groups"),
+                                       ("alloc", *where, "param_group"))
+                self.program.held[(atom, "param_groups")] = frozenset({groups})
+                self.program.held[(groups, "[]")] = frozenset({group})
+                self.call_types[id(node)] = frozenset({atom})
+            elif attr == "state_dict" and isinstance(func, ast.Attribute):
+                # optimizer.state_dict(): its param_groups' entries as they are (a module's
+                # state_dict detaches every tensor unless keep_vars=True)
+                optimizers = {a for a in flatten(self.types_of(func.value)) if a[0] == "alloc" and a[4:] == ("optimizer",)}
+                if optimizers:
+                    self.call_types[id(node)] = frozenset(optimizers)
             return result
         pos = [self.eval(a) for a in node.args]
         kw = {k.arg or "**": self.eval(k.value) for k in node.keywords}
@@ -822,6 +852,37 @@ class Frame(Evaluator):
             types |= returned
         self.call_types[id(node)] = frozenset(types)
         return join(*results)
+
+    def _escape(self, node: ast.Call, qual: str | None) -> None:
+        """The program's objects given to a call the run does not follow (not torch's, not a
+        builtin): Program.escaped."""
+        if qual is not None and qual.split(".", 1)[0] in _KNOWN_ROOTS:
+            return
+        if isinstance(node.func, ast.Name) and qual is None and node.func.id in _BUILTINS:
+            return
+        for arg in [*node.args, *(k.value for k in node.keywords)]:
+            for atom in flatten(self.types_of(arg)):
+                if atom[0] in ("obj", "alloc"):
+                    self.program.escaped.add(atom)
+
+    def _escaped(self, atoms) -> bool:
+        """Did code the run does not follow get any of ``atoms``, or an object they hold?"""
+        escaped = self.program.escaped
+        if not escaped:
+            return False
+        held_by: dict = {}
+        for (holder, _attr), held in self.program.held.items():
+            held_by.setdefault(holder, set()).update(flatten(held))
+        todo, seen = list(atoms), set()
+        while todo:
+            atom = todo.pop()
+            if atom in seen:
+                continue
+            seen.add(atom)
+            if atom in escaped:
+                return True
+            todo += [a for a in held_by.get(atom, ()) if a[0] in ("obj", "alloc")]
+        return False
 
     def _callees(self, func: ast.AST) -> list:
         """The program's callables ``func`` names: functions, classes, bound methods, partials,
@@ -1008,10 +1069,35 @@ class Frame(Evaluator):
                                                [k for k, _ in reached], path=self.ctx.path,
                                                paths=[p for _, p in reached], copied=ast.unparse(ds),
                                                classes=_classes(types)))
+            self._worker_items(node, ds, types)
         return result
+
+    def _worker_items(self, node: ast.Call, ds: ast.AST, types) -> None:
+        """What the workers of ``DataLoader(ds, num_workers=N)`` run: ``type(ds).__getitem__``,
+        with grad on (a worker starts with grad enabled). An item with a grad_fn cannot go back to
+        the main process (the collate's ``stack(..., out=...)`` refuses it first)."""
+        for atom in sorted(flatten(types), key=repr):
+            info = self.program.class_info(atom[1]) if atom[0] == "obj" else None
+            if info is None or "__getitem__" not in info.facts.methods:
+                continue
+            saved, self.grad = self.grad, True
+            try:
+                item, _ = self.call_atom(("bound", atom[1], "__getitem__", atom), [NOTHING], {}, [EMPTY], {})
+            finally:
+                self.grad = saved
+            graph = [v for v in (item.items or (item,)) if v.kind == GRAPH]
+            if graph:
+                name = atom[1].rpartition("::")[2]
+                self.program.sinks.append(Sink("loader", node, f"DataLoader({ast.unparse(ds)}, ...)", [], graph[0],
+                                               path=self.ctx.path, copied=f"{name}.__getitem__", classes=(name,)))
+                return
 
 
 _DISPLAYS = (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)
+# calls that do nothing to a module's training state that the run does not see: torch's own
+# functions (their effects are the table's), copies, and Python's builtins
+_KNOWN_ROOTS = frozenset({"torch", "copy", "builtins", "math", "operator", "functools", "itertools", "typing"})
+_BUILTINS = frozenset(dir(__import__("builtins")))
 _CHECKPOINTS = frozenset({"torch.utils.checkpoint.checkpoint"})
 _CHECKPOINT_OPTIONS = frozenset({"use_reentrant", "preserve_rng_state", "context_fn", "determinism_check", "debug"})
 # builtins that make a new container with the items of the one they are given
@@ -1113,15 +1199,32 @@ class HeapWalker(Walker):
                 self.frame.program.clear(flatten(self.frame.types_of(t.value)), t.attr, self.frame, stmt)
 
     def do_For(self, stmt: ast.For) -> None:
-        if isinstance(stmt.target, ast.Name):
-            # the loop's name holds the container's elements (what was put in a list the run
-            # made), or the iterated object itself where the run knows no elements of it
+        self._bind_elements(stmt.target, stmt.iter)
+        super().do_For(stmt)
+
+    def _loop_target_stores(self, target: ast.AST, value, stmt) -> None:
+        super()._loop_target_stores(target, value, stmt)
+        if isinstance(stmt, (ast.For, ast.AsyncFor)) and isinstance(target, ast.Tuple):
+            self._bind_elements(target, stmt.iter)  # what the tuple assignment above could not tell
+
+    def _bind_elements(self, target: ast.AST, iterated: ast.AST) -> None:
+        """The loop's name holds the container's elements (what was put in a list the run made),
+        or the iterated object itself where the run knows no elements of it; ``for a, b in
+        zip(xs, ys)``: each name an element of its own sequence; ``for i, x in enumerate(xs)``: x
+        an element of xs."""
+        if isinstance(target, ast.Name):
             out: set = set()
-            for atom in flatten(self.frame.types_of(stmt.iter)):
+            for atom in flatten(self.frame.types_of(iterated)):
                 elements = self.frame.program.held.get((atom, "[]")) if atom[0] == "alloc" else None
                 out |= elements if elements is not None else {atom}
-            self.frame.types[stmt.target.id] = frozenset(out)
-        super().do_For(stmt)
+            self.frame.types[target.id] = frozenset(out)
+        elif (isinstance(target, ast.Tuple) and isinstance(iterated, ast.Call) and isinstance(iterated.func, ast.Name)
+              and not iterated.keywords and not any(isinstance(t, ast.Starred) for t in target.elts)):
+            if iterated.func.id == "zip" and len(iterated.args) == len(target.elts):
+                for elt, seq in zip(target.elts, iterated.args):
+                    self._bind_elements(elt, seq)
+            elif iterated.func.id == "enumerate" and len(target.elts) == 2 and iterated.args:
+                self._bind_elements(target.elts[1], iterated.args[0])
 
     def assign(self, target, value_node, value, stmt) -> None:
         f = self.frame

@@ -52,26 +52,28 @@ def _caller_made(frame, name: str, value: Value):
     else:
         return None
     body = frame.func.body if frame.func is not None else frame.program.current.tree.body
-    if _loop_target(body, given, call):
+    made = _made_in(value, body, call.lineno) or _bound_before(body, given, call.lineno)
+    loop = _loop_around(body, given, call)
+    if loop is not None and (made is None or made.lineno < loop.lineno):
         # Detection(b, s, e) for ... in zip(boxes, scores, embeddings): the item passed at the call
+        # (not the line before the loop that made the whole sequence)
         return frame, given, given, call
-    where = _made_in(value, body, call.lineno) or _bound_before(body, given, call.lineno) or given
-    return frame, where, given, call
+    return frame, made or given, given, call
 
 
-def _loop_target(body: list, given: ast.AST, call: ast.Call) -> bool:
-    """Is ``given`` a name that a ``for`` loop or a comprehension around ``call`` binds to the items
-    of what it iterates?"""
+def _loop_around(body: list, given: ast.AST, call: ast.Call):
+    """The ``for`` loop or comprehension around ``call`` that binds the name ``given`` to the items
+    of what it iterates, or None."""
     if not isinstance(given, ast.Name):
-        return False
+        return None
     for stmt in body:
         for n in walk(stmt):
             if isinstance(n, (ast.For, ast.AsyncFor, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)) and (
                     n.lineno <= call.lineno <= (n.end_lineno or n.lineno)):
                 targets = [n.target] if isinstance(n, (ast.For, ast.AsyncFor)) else [g.target for g in n.generators]
                 if any(isinstance(t, ast.Name) and t.id == given.id for target in targets for t in ast.walk(target)):
-                    return True
-    return False
+                    return n
+    return None
 
 
 def _given_to(frame, stmt, value: Value) -> tuple | None:
@@ -131,3 +133,64 @@ def _rooted(target: ast.AST, name: str) -> bool:
     while isinstance(target, (ast.Subscript, ast.Attribute)):
         target = target.value
     return isinstance(target, ast.Name) and target.id == name
+
+
+# what reading a tensor's metadata gives: nothing of its values, so nothing of its gradient
+_INSPECTIONS = frozenset({"shape", "size", "dim", "ndim", "ndimension", "dtype", "device", "numel", "is_cuda",
+                          "layout"})
+
+
+def _is_forward(frame) -> bool:
+    return (frame.func is not None and frame.func.name in ("forward", "__call__") and frame.info is not None
+            and frame.info.facts.is_module and frame.self_atom is not None)
+
+
+def _inspection_entry(frame) -> tuple | None:
+    """The call, outside any module's forward, that ran the forward ``frame`` is in (the outermost
+    such call), when its result is only inspected: (path, call); else None."""
+    entry = None
+    f = frame
+    while f is not None and f.caller is not None:
+        if _is_forward(f) and not _is_forward(f.caller):
+            entry = f.caller
+        f = f.caller
+    if entry is None or getattr(entry, "calling", None) is None or entry.hook:
+        return None
+    call = entry.calling
+    body = entry.func.body if entry.func is not None else entry.program.current.tree.body
+    return (entry.ctx.path, call) if _only_inspected(body, call) else None
+
+
+def _only_inspected(body: list, call: ast.Call) -> bool:
+    """Is ``call``'s result thrown away (a statement of its own) or bound to a name that the code
+    after it only inspects (``y.shape[-1]``, ``len(y)``)?"""
+    for stmt in body:
+        for n in walk(stmt):
+            if isinstance(n, ast.Expr) and n.value is call:
+                return True
+            if isinstance(n, ast.Assign) and n.value is call:
+                if len(n.targets) != 1 or not isinstance(n.targets[0], ast.Name):
+                    return False
+                return _name_only_inspected(body, n.targets[0].id, n)
+    return False
+
+
+def _name_only_inspected(body: list, name: str, bound: ast.Assign) -> bool:
+    parents: dict[int, ast.AST] = {}
+    uses = []
+    for stmt in body:
+        for n in walk(stmt):
+            for child in ast.iter_child_nodes(n):
+                parents[id(child)] = n
+            if isinstance(n, ast.Name) and n.id == name and n is not bound.targets[0]:
+                if isinstance(n.ctx, ast.Store):
+                    return False  # bound again: what it holds then is another matter
+                uses.append(n)
+    for use in uses:
+        parent = parents.get(id(use))
+        if isinstance(parent, ast.Attribute) and parent.attr in _INSPECTIONS:
+            continue
+        if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id == "len":
+            continue
+        return False
+    return True

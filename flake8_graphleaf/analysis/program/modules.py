@@ -41,6 +41,10 @@ class ClassFacts:
         # ``self.k.requires_grad = False`` / ``requires_grad_(False)``) that no method of the class
         # turns on again: registered, but what is computed from them is not on the graph
         self.frozen: set[str] = set()
+        # submodules whose parameters the class turns off (``self.backbone.requires_grad_(False)``,
+        # ``for p in self.backbone.parameters(): p.requires_grad = False``) and no method turns on
+        # again: calling one is not a grad source (what it computes carries its inputs' history only)
+        self.frozen_modules: set[str] = set()
         self.buffers: set[str] = set()
         # the constant start of names registered by computed name (``register_buffer(f'biases_{i}', ...)``):
         # prefix -> 'buffer' or 'parameter' (both, when the class registers both under it)
@@ -289,6 +293,9 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
                 f.wraps.setdefault(k, set()).update(q)
         for stmt in statements(method):
             node = stmt.value if isinstance(stmt, ast.Expr) else stmt
+            looped = _parameters_loop_flag(node, self_name)
+            if looped is not None:
+                (frozen_off if looped[1] else frozen_on).add(looped[0])
             flag = _requires_grad_set(node, self_name)
             if flag is not None:
                 (frozen_off if flag[1] else frozen_on).add(flag[0])
@@ -342,6 +349,35 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
                         f.injected.add(t.attr)
     # a parameter made or set with requires_grad=False that no method of the class turns on again
     f.frozen = (f.frozen | (frozen_off & f.params)) - frozen_on
+    f.frozen_modules = (f.frozen_modules | (frozen_off & f.submodules)) - frozen_on
+
+
+def _parameters_loop_flag(node: ast.AST, self_name: str) -> tuple[str, bool] | None:
+    """``for p in self.k.parameters(): p.requires_grad = <flag>`` (or ``p.requires_grad_(<flag>)``,
+    or over ``named_parameters()``): (k, whether every such flag in the loop is a literal False)."""
+    if not isinstance(node, ast.For) or not isinstance(node.iter, ast.Call):
+        return None
+    func = node.iter.func
+    if not (isinstance(func, ast.Attribute) and func.attr in ("parameters", "named_parameters")
+            and isinstance(func.value, ast.Attribute) and isinstance(func.value.value, ast.Name)
+            and func.value.value.id == self_name):
+        return None
+    target = node.target.elts[-1] if isinstance(node.target, ast.Tuple) and node.target.elts else node.target
+    if not isinstance(target, ast.Name):
+        return None
+    flags = []
+    for stmt in statements(node):
+        inner = stmt.value if isinstance(stmt, ast.Expr) else stmt
+        if isinstance(inner, ast.Assign) and len(inner.targets) == 1 and isinstance(inner.targets[0], ast.Attribute) \
+                and inner.targets[0].attr == "requires_grad" and isinstance(inner.targets[0].value, ast.Name) \
+                and inner.targets[0].value.id == target.id:
+            flags.append(_literal_false(inner.value))
+        elif isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr == "requires_grad_" \
+                and isinstance(inner.func.value, ast.Name) and inner.func.value.id == target.id:
+            flags.append(_literal_false(inner.args[0] if inner.args else None))
+    if not flags:
+        return None
+    return func.value.attr, all(flags) and isinstance(node.body[0], (ast.Assign, ast.Expr)) and len(node.body) == 1
 
 
 def _own_methods(value: ast.AST, self_name: str, methods: dict) -> set[str]:

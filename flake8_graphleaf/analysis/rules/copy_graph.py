@@ -250,11 +250,16 @@ def settle(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
     # a public method's store that a copy of the program reaches: the copy graph's finding names the copy
     named = {(f.line, f.col, f.code) for f in new if f.data.get("kind") == "copy-graph"}
     kept = []
+    clean_lines = {f.line for f in findings if f.code in ("GLF202", "GLF201") and judged.get((f.line, f.col)) is False}
     for f in findings:
         if f.data.get("public_root") and (f.line, f.col, f.code) in named:
             continue
         if f.code in ("GLF202", "GLF201") and judged.get((f.line, f.col)) is False:
             continue  # a copy of the program's objects that the run judged: nothing on the graph there
+        if f.data.get("copy_named") in clean_lines and f.data.get("unnamed_message"):
+            # the store's message named that copy, which the run found clean: it says "after forward" again
+            f.message = f.data.pop("unnamed_message")
+            f.data.pop("copy_named")
         if f.code in STORES and f.line in covered and f.data.get("kind") != "copy-graph":
             continue  # every copy that met it found its object's __getstate__ detaching or dropping it
         line = f.line if f.code in CLEARABLE else f.data.get("cause_line") if (
@@ -332,6 +337,7 @@ def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
     for sink in sinks:
         node = sink.node
         out += _made(sink, here, made_sites)
+        out += _entries(sink, here, made_sites)
         if sink.kind == "copy-arg":
             out += _copied_argument(sink, here, copied_sites)
             continue
@@ -349,6 +355,9 @@ def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
         if sink.kind in ("queue", "pool", "process") and not sink.kept:
             out.append(_sent(sink))
             continue
+        if sink.kind == "loader" and not sink.kept:
+            out.append(_worker_item(sink, here))
+            continue
         first = sink.kept[0]
         code = "GLF202" if sink.kind == "copy" else "GLF301"
         if sink.kind in ("queue", "pool", "process"):
@@ -363,8 +372,13 @@ def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
                 "pickling it for the other process fails like a deep copy (the graph-leaf error, or 'Cowardly "
                 f"refusing to serialize non-leaf tensor which requires_grad'): {advice}", verb="will fail")
         elif code == "GLF202":
-            message = messages.copy_site(sink.what, sink.copied or short(node.args[0]), _copied_class(sink),
-                                         _listed(sink, here))
+            listed = _listed(sink, here)
+            advice = None
+            if sink.copied.endswith(".state_dict()"):  # a copy of what an optimizer's state_dict() hands on
+                advice = (f"fix {'those lines' if len(listed) > 1 else 'that line'} (the state_dict holds the "
+                          "values as they are: keep numbers or leaf tensors there)")
+            message = messages.copy_site(sink.what, sink.copied or short(node.args[0]), _copied_class(sink), listed,
+                                         advice)
         else:
             message = messages.copy_site(
                 sink.what, sink.copied or "the dataset", _copied_class(sink), _listed(sink, here),
@@ -533,7 +547,7 @@ def _local_container(kept: Kept, sink: Sink) -> bool:
     ``copy.deepcopy(ctx)``): no object's state, the copied value itself (GLF201)."""
     holder = kept.holder
     root = kept.root or re.match(r"\w*", kept.target).group(0)
-    return (sink.kind == "copy" and holder[0] == "alloc" and "module" not in holder[4:] and not kept.on_self
+    return (sink.kind == "copy" and holder[0] == "alloc" and not holder[4:] and not kept.on_self
             and root not in ("", "self") and kept.code in ("GLF001", "GLF002"))
 
 
@@ -641,6 +655,12 @@ def _made_at(sink: Sink) -> list[tuple]:
     given (``Prediction(x, net(x))``), a dataset of tensors made before (``soft = teacher(x)...``),
     a process send of what a helper returned (``pool.starmap(f, [(q, bank) ...])``)."""
     out = []
+    if sink.kind == "loader" and not sink.kept:
+        # the item a worker's __getitem__ returns: the line that made it
+        first = _first_step(sink.value, sink.path)
+        if first is not None:
+            out.append((first[0], first[2], sink.copied, (first[0], first[1])))
+        return out
     if sink.kind in ("queue", "pool", "process"):
         # sent as a helper returned it (bank = embed_all(...), made in its return): the helper's
         # line is where it was made; what the sending function bound itself its witness shows
@@ -658,7 +678,38 @@ def _made_at(sink: Sink) -> list[tuple]:
 
 
 def _made_here(sink: Sink, here: str) -> bool:
-    return any(path == here for path, *_ in _made_at(sink))
+    return any(path == here for path, *_ in _made_at(sink)) or any(k.entry[0] == here for k in _entered(sink))
+
+
+def _entered(sink: Sink) -> list:
+    """The stores ``sink`` meets that a forward made when it was run, with grad on, by a call whose
+    result is only inspected (Kept.entry)."""
+    return [k for k in sink.kept if k.entry is not None] if sink.kind in ("copy", "queue", "pool", "process") else []
+
+
+def _entries(sink: Sink, here: str, reported: set) -> list[Finding]:
+    """GLF201 at a call of this file that ran a module's forward with grad on only to look at its
+    result's shape (or for nothing), where that forward stored a graph tensor that ``sink`` then
+    meets: under torch.no_grad() it would store none (a stride probe, a tracing pass)."""
+    out = []
+    for kept in _entered(sink):
+        path, call = kept.entry
+        key = (call.lineno, call.col_offset)
+        if path != here or key in reported:
+            continue
+        reported.add(key)
+        fails = "will fail (pickling it fails like a deep copy)" if sink.kind != "copy" else \
+            "will raise (only graph leaves support deepcopy)"
+        f = finding("GLF201", call,
+                    f"{short(call)} runs a forward with grad on and only looks at its result; it leaves "
+                    f"{messages.GRAPH_TENSOR} in '{kept.target}' ({_where(kept, here)}), and {sink.what} at "
+                    f"{_at(sink, here)} {fails}: run the call under torch.no_grad()",
+                    data={"kind": "made", "entry": True, "copied_at": sink.node.lineno})
+        f.witness = witness.make(kept.value, kept.node, kept.stmt, reached=kept.reached, grad=True,
+                                 kept=f"'{kept.target}' at {_where(kept, here)} keeps what the forward computed",
+                                 copied=f"{sink.what} at {_at(sink, here)}", here=here, store_path=kept.path)
+        out.append(f)
+    return out
 
 
 def _made(sink: Sink, here: str, reported: set) -> list[Finding]:
@@ -678,7 +729,11 @@ def _made(sink: Sink, here: str, reported: set) -> list[Finding]:
         elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and node.value is not None:
             subject, node = ast.unparse(node.target), node.value
         kept_at = f"line {at_line}" if at_path == here else f"{witness.display_path(at_path, here)}:{at_line}"
-        if sink.kind in ("queue", "pool", "process") and (at_path, at_line) != (sink.path, sink.node.lineno):
+        if sink.kind == "loader" and not sink.kept:
+            fails = f"{holder} returns it, and {sink.what} at {_at(sink, here)} runs that in worker processes, " \
+                    "which cannot send it back (the collate's 'stack(): functions with out=... arguments don't " \
+                    "support automatic differentiation')"
+        elif sink.kind in ("queue", "pool", "process") and (at_path, at_line) != (sink.path, sink.node.lineno):
             fails = f"{holder} at {kept_at} keeps it, and {sink.what} at {_at(sink, here)} sends that to another " \
                     "process and will fail (pickling it fails like a deep copy)"
         elif sink.kind in ("queue", "pool", "process"):
@@ -692,7 +747,8 @@ def _made(sink: Sink, here: str, reported: set) -> list[Finding]:
                     "leaves support deepcopy)"
         value = next((k.value for k in sink.kept if (k.path, k.node.lineno) == (at_path, at_line)), sink.value)
         source = value.origin or "a computation on the autograd graph"
-        advice = "detach what is sent" if sink.kind in ("queue", "pool", "process") else "fix the line that keeps it"
+        advice = "detach what is sent" if sink.kind in ("queue", "pool", "process") else (
+            "compute it under torch.no_grad()" if sink.kind == "loader" and not sink.kept else "fix the line that keeps it")
         f = finding(code, node,
                     messages.store(f"'{subject}'", "is or holds", None if source == subject else source, fails,
                                    f"make it a leaf here (.detach()) where nothing needs its gradient, or {advice}",
@@ -703,6 +759,24 @@ def _made(sink: Sink, here: str, reported: set) -> list[Finding]:
                                  copied=f"{sink.what} at {_at(sink, here)}", here=here)
         out.append(f)
     return out
+
+
+def _worker_item(sink: Sink, here: str) -> Finding:
+    """GLF301 at a DataLoader with workers whose dataset's ``__getitem__`` returns a graph tensor."""
+    first = _first_step(sink.value, sink.path)
+    where = "" if first is None else f" at {'line ' + str(first[1]) if first[0] == here else witness.display_path(first[0], here) + ':' + str(first[1])}"
+    message = messages.sent(sink.what, f"runs {sink.copied} in worker processes, which returns {messages.GRAPH_TENSOR}",
+                            sink.value.origin + where if sink.value.origin else None,
+                            "a worker cannot send it back (the collate's 'stack(): functions with out=... arguments "
+                            "don't support automatic differentiation', or 'Cowardly refusing to serialize non-leaf "
+                            "tensor which requires_grad')",
+                            "make the item under torch.no_grad() or .detach() it in __getitem__, or move the module "
+                            "that computes it into the model")
+    f = finding("GLF301", sink.node, message, data={"kind": "copy-graph"})
+    f.witness = witness.make(sink.value, sink.node, None, reached=f"a worker process runs {sink.copied}", grad=True,
+                             kept="it is the item the worker returns",
+                             copied="the worker sends each batch back to the main process (pickled)")
+    return f
 
 
 def _sent(sink: Sink) -> Finding:
