@@ -365,7 +365,7 @@ def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
             # a module with torch.nn.utils.parametrizations.weight_norm cannot be pickled either
             advice = ("send its state_dict() and rebuild the module in the new process (a module with the "
                       "parametrizations' weight_norm cannot be pickled either)"
-                      if any(k.code not in STORES for k in sink.kept) else f"fix {several}, or send .detach()ed "
+                      if any(k.code in LEGACY_CODES for k in sink.kept) else f"fix {several}, or send .detach()ed "
                       "copies of what it keeps (a module: its state_dict(), rebuilt there)")
             message = messages.copy_site(
                 sink.what, sink.copied or "what it sends", _copied_class(sink), _listed(sink, here),
@@ -440,7 +440,7 @@ def _cleared(programs: list, here: str) -> dict[int, str]:
 def _stores(sink: Sink, here: str, taken: dict, stores: dict, module: str, classes: dict) -> None:
     """Put the stores of this file that ``sink`` copies into ``stores`` (once each)."""
     for kept in sink.kept:
-        if kept.path != here or kept.code not in STORES:
+        if kept.path != here or kept.code in LEGACY_CODES:
             continue  # a legacy norm's weight: its own rule reports every call of it
         key = (kept.node.lineno, kept.node.col_offset)
         helper = taken.get((kept.node.lineno, None))
