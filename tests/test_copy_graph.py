@@ -86,7 +86,9 @@ ALSO_REPORTED = {
     # where the beam's decoder state was made, which each hypothesis keeps (line 19)
     ("shopgraph/beam.py", 42, "GLF201"),
 }
-KNOWN_FALSE = {("shopgraph/scenarios.py", 233, "GLF202")}
+# none: run_vae_clean's copy (line 233), after pop_losses() and info.clear(), was reported by the
+# class-level GLF202 until the run judged copies of module objects it made
+KNOWN_FALSE: set = set()
 
 
 def test_copygraph_project_reports_the_marked_lines():

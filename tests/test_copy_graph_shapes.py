@@ -72,9 +72,12 @@ def _run(project: Path, twin: bool, ran_ok: str) -> None:
 @pytest.mark.parametrize("twin", [False, True])
 def test_a_cache_filled_by_the_layers_of_a_module_list(tmp_path, twin, phase):
     project = _project(tmp_path, "layer_cache", ("run.py", GRAD_SWITCH, "torch.no_grad()") if twin else None)
-    _check_and_run(project, twin, ["cache.py:12:13: GLF002", "cache.py:13:13: GLF002", "run.py:18:16: GLF202"],
+    # the prefill's call (its result thrown away) is where torch.no_grad() goes: the twin's edit
+    _check_and_run(project, twin, ["cache.py:12:13: GLF002", "cache.py:13:13: GLF002", "run.py:16:9: GLF201",
+                                   "run.py:18:16: GLF202"],
                    ["cache.keys[...] (GLF002 at cache.py:12, stored by KVCache.update)",
-                    "main() -> Decoder.forward -> Attention.forward -> KVCache.update"], "copied", phase)
+                    "main() -> Decoder.forward -> Attention.forward -> KVCache.update",
+                    "model(...) runs a forward with grad on and only looks at its result"], "copied", phase)
 
 
 @pytest.mark.parametrize("phase", PHASES)

@@ -44,7 +44,7 @@ from .scopes import _explicit_enable, bind, self_name, settle_flags
 from ..facts.sinks import COPIER_NAMES as _COPIER_NAMES, COPIERS as _COPIERS, LOADERS as _LOADERS, QUEUES as _QUEUES
 from ..facts.sinks import POOL_EXECUTORS as _POOL_EXECUTORS, POOL_SENDS as _POOL_SENDS, POOLS as _POOLS
 from ..facts.sinks import SPAWNERS as _SPAWNERS, TENSOR_DATASETS as _TENSOR_DATASETS, is_mp as _mp, with_workers
-from ..facts.sinks import LEGACY_NOW as _LEGACY_NOW
+from ..facts.sinks import LEGACY_NOW as _LEGACY_NOW, PRUNE_PREFIX as _PRUNE_PREFIX, PRUNERS as _PRUNERS
 from ..program.stmtwalk import walk
 from .liveness import TOP, _live_defs, may_reach_sink  # noqa: F401 - may_reach_sink: the copy graph's gate
 from .origins import _caller_made, _given_to, _inspection_entry, _passed_parameter
@@ -727,6 +727,8 @@ class Frame(Evaluator):
             return NOTHING
         if qual in _LEGACY_NOW and node.args:
             return self._legacy_norm(node, qual)
+        if qual and qual.startswith(_PRUNE_PREFIX) and node.args:
+            return self._pruned(node, qual[len(_PRUNE_PREFIX):])
         if _mp(qual, _PROCESSES) or (attr == "Process" and qual is None):
             return self._process(node)
         if qual in _SPAWNERS and node.args:
@@ -1024,6 +1026,26 @@ class Frame(Evaluator):
             self.program.sinks.append(Sink(kind, node, f"{short(node.func)}(...)", [k for k, _ in reached],
                                            path=self.ctx.path, paths=[p for _, p in reached],
                                            copied=ast.unparse(shown), classes=_classes(types)))
+
+    def _pruned(self, node: ast.Call, name: str) -> Value:
+        """``prune.l1_unstructured(module, "weight", ...)``: module.weight is weight_orig * mask
+        from then on (a tensor with a grad_fn), until ``prune.remove(module, "weight")``;
+        ``global_unstructured([(m, "weight"), ...])`` prunes each pair's module."""
+        result = super().eval_Call(node)
+        param = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "name"), None)
+        attr = param.value if isinstance(param, ast.Constant) and isinstance(param.value, str) else "weight"
+        if name == "remove":
+            for atom in flatten(self.types_of(node.args[0])):
+                self.program.kept.pop((atom, attr), None)
+            return result
+        if name not in _PRUNERS:
+            return result
+        value = Value(GRAPH, f"prune.{name}(...)")
+        for atom in flatten(self.types_of(node.args[0])):
+            if atom[0] in ("obj", "alloc") and (atom, attr) not in self.program.kept:
+                self.program.kept[(atom, attr)] = Kept(atom, attr, "GLF103", node, None, value, self.ctx.path,
+                                                       self.reached(), f"{ast.unparse(node.args[0])}.{attr}")
+        return result
 
     def _legacy_norm(self, node: ast.Call, qual: str) -> Value:
         """Legacy ``torch.nn.utils.weight_norm(module)``: the module's weight is computed from

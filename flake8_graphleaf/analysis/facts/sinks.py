@@ -21,6 +21,13 @@ SPAWNERS = {"torch.multiprocessing.spawn", "torch.multiprocessing.start_processe
 # calls that leave a tensor with a grad_fn on the module they are given as soon as they run (legacy
 # weight_norm computes the weight from weight_g / weight_v when it is applied): code -> the rule that names them
 LEGACY_NOW = {"torch.nn.utils.weight_norm": "GLF101", "torch.nn.utils.weight_norm.weight_norm": "GLF101"}
+# torch.nn.utils.prune: each pruner makes module.<name> = <name>_orig * mask at once (GLF103), until
+# prune.remove(module, name) makes it a parameter again
+PRUNE_PREFIX = "torch.nn.utils.prune."
+PRUNERS = frozenset(
+    """random_unstructured l1_unstructured random_structured ln_structured global_unstructured
+    identity custom_from_mask""".split()
+)
 
 
 def is_mp(qual: str | None, names: tuple[str, ...]) -> bool:

@@ -32,7 +32,7 @@ RULES: dict[str, str] = {}  # it reports GLF001 / GLF002 / GLF003 / GLF202 / GLF
 
 CLEARABLE = ("GLF001", "GLF002", "GLF003")
 STORES = ("GLF001", "GLF002", "GLF003", "GLF004", "GLF005")
-LEGACY_CODES = ("GLF101", "GLF102")
+LEGACY_CODES = ("GLF101", "GLF102", "GLF103")  # reported by their own rules at every call
 SENDS = ("queue", "pool", "process")
 WORDS = ("deepcopy", "AveragedModel", "ModelEma", "DataLoader", "multiprocessing", ".put(", "Pool(", "ProcessPoolExecutor(")
 
@@ -705,7 +705,7 @@ def _entries(sink: Sink, here: str, reported: set) -> list[Finding]:
                     f"{messages.GRAPH_TENSOR} in '{kept.target}' ({_where(kept, here)}), and {sink.what} at "
                     f"{_at(sink, here)} {fails}: run the call under torch.no_grad()",
                     data={"kind": "made", "entry": True, "copied_at": sink.node.lineno})
-        f.witness = witness.make(kept.value, kept.node, kept.stmt, reached=kept.reached, grad=True,
+        f.witness = witness.make(kept.value, call, None, reached=kept.reached, grad=True,
                                  kept=f"'{kept.target}' at {_where(kept, here)} keeps what the forward computed",
                                  copied=f"{sink.what} at {_at(sink, here)}", here=here, store_path=kept.path)
         out.append(f)

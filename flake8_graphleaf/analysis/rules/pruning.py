@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 
+from ..facts.sinks import PRUNE_PREFIX as PREFIX, PRUNERS
 from ..findings import Finding
 from ..program.imports import ImportMap
 from ..program.stmtwalk import own_nodes, scopes_with_classes, walk
@@ -77,11 +78,6 @@ def sparsify(model):
     ),
 ]
 
-PRUNERS = frozenset(
-    """random_unstructured l1_unstructured random_structured ln_structured global_unstructured
-    identity custom_from_mask""".split()
-)
-PREFIX = "torch.nn.utils.prune."
 
 
 def check(tree: ast.Module, imports: ImportMap) -> list[Finding]:
