@@ -41,6 +41,9 @@ the project raises and its twin runs, and ``graphleaf fix --unsafe-fixes`` makes
   output's shape; a gate's store from that forward is met by the script's copy: the probe's line
   too, whose fix is ``torch.no_grad()`` (the twin: the probe under no_grad; the gate's store in
   forward stays a finding of its own);
+- ``spawn_process_cache``: a ``Process`` of a spawn context is given a model whose forward
+  keeps its encoder's output on ``self``; ``start()`` pickles it (the twin sends its state_dict;
+  the store in forward stays a finding of its own);
 - ``ema_engine``: an EMA helper in ``engine/ema.py`` deep-copies the model its constructor is given,
   whose class in ``models/backbone.py`` keeps its features: the copy names the store's file and
   line (the store names no copy of another file: which of the other files' runs a front end sees
@@ -107,12 +110,17 @@ SHAPES = {
     "probe_forward": (["net.py:11:9: GLF001", "net.py:23:15: GLF201", "run.py:11:11: GLF202"], LEAVES,
                       ("net.py", "        out = self.forward(torch.zeros(1, 3, size, size))",
                        "        with torch.no_grad():\n            out = self.forward(torch.zeros(1, 3, size, size))")),
+    "spawn_process_cache": (["run.py:16:14: GLF301", "tagger.py:12:9: GLF001"], SERIALIZE,
+                            [("run.py", "def evaluate(model):\n", "def evaluate(state):\n    model = Tagger()\n"
+                              "    model.load_state_dict(state)\n"),
+                             ("run.py", "args=(model,)", "args=(model.state_dict(),)")]),
 }
 
 # what the twin still reports: a legacy weight_norm is a finding of its own wherever the module goes
 # (the twin sends its state_dict instead, which the spawned process loads into a module it builds)
 # (the probe's twin: the gate's store in forward is a finding of its own; the program's copy is clean)
-TWIN_FINDINGS = {"spawn_legacy_norm": ["vocoder.py:9:21: GLF101"], "probe_forward": ["net.py:11:9: GLF001"]}
+TWIN_FINDINGS = {"spawn_legacy_norm": ["vocoder.py:9:21: GLF101"], "probe_forward": ["net.py:11:9: GLF001"],
+                 "spawn_process_cache": ["tagger.py:12:9: GLF001"]}
 
 
 # shapes no automatic fix can repair without changing what the program computes, and why fix says so
@@ -172,6 +180,8 @@ def test_the_shape_is_reported_and_its_twin_is_not(tmp_path, name):
 FIX_PENDING = {
     "plain_state": "a plain object's list filled by a module-level step function: no copy-safe class here, and "
                    "the detach fix is not built for it",
+    "optimizer_lr": "an item store into an optimizer's param group (a dict the class does not own): no detach fix "
+                    "is built for it",
     "pool_records": "a __slots__ class with its own __reduce_ex__: the copy-safe fix does not extend __reduce_ex__, "
                     "and the line that made the feature leaves the fix to the store",
 }

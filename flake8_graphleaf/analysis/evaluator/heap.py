@@ -66,6 +66,7 @@ EMPTY: frozenset = frozenset()
 QUEUE = ("queue",)
 POOL = ("pool",)  # a process pool: what its map / apply / submit are given is pickled to a worker
 MP_CONTEXT = ("mp-context",)  # multiprocessing.get_context(...): its Queue() / Process() are the real ones
+MP_PICKLING = ("mp-context", "pickles")  # get_context("spawn" / "forkserver"): a Process pickles its args
 
 _PROCESSES = ("Process",)
 _HOOKS = ("register_forward_hook", "register_full_backward_hook", "register_backward_hook",
@@ -160,6 +161,7 @@ class Program:
         # copies of objects of plain classes of the program the run judged: (path, line, col) ->
         # whether what they reach keeps a graph tensor there
         self.judged: dict[tuple, bool] = {}
+        self.start_pickles = False  # the run called set_start_method("spawn" / "forkserver")
         # objects of the run handed to code it does not follow (a library's trainer.fit(model)):
         # what that code did to them is not known, so a copy of one is not judged by the run
         self.escaped: set = set()
@@ -695,7 +697,12 @@ class Frame(Evaluator):
         if _mp(qual, ("get_context",)):
             for a in node.args:
                 self.eval(a)
-            self.call_types[id(node)] = frozenset({MP_CONTEXT})
+            method = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "method"), None)
+            pickles = isinstance(method, ast.Constant) and method.value in ("spawn", "forkserver")
+            self.call_types[id(node)] = frozenset({MP_CONTEXT, MP_PICKLING} if pickles else {MP_CONTEXT})
+            return NOTHING
+        if _mp(qual, ("set_start_method",)) and node.args and isinstance(node.args[0], ast.Constant):
+            self.program.start_pickles = node.args[0].value in ("spawn", "forkserver")
             return NOTHING
         if _mp(qual, _QUEUES) or (attr in _QUEUES and isinstance(func, ast.Attribute)
                                    and MP_CONTEXT in flatten(self.types_of(func.value))):
@@ -1001,17 +1008,24 @@ class Frame(Evaluator):
     def _process(self, node: ast.Call) -> Value:
         target = next((k.value for k in node.keywords if k.arg == "target"), None)
         args = next((k.value for k in node.keywords if k.arg == "args"), None)
+        func = node.func
+        pickles = self.program.start_pickles or (
+            isinstance(func, ast.Attribute) and MP_PICKLING in flatten(self.types_of(func.value)))
+        if pickles and isinstance(args, (ast.Tuple, ast.List)):
+            # ctx.Process(target=f, args=(model,)) of a spawn / forkserver context (or after
+            # set_start_method("spawn")): start() pickles the args for the new process
+            self._send_objects("process", node, args.elts)
         self._run_target(target, args, node, 0)
         return NOTHING
 
     def _spawn(self, node: ast.Call) -> Value:
         args = next((k.value for k in node.keywords if k.arg == "args"), node.args[1] if len(node.args) > 1 else None)
-        self._run_target(node.args[0], args, node, 1)
         method = next((k.value for k in node.keywords if k.arg == "start_method"), None)
         if isinstance(args, (ast.Tuple, ast.List)) and not (isinstance(method, ast.Constant) and method.value == "fork"):
             # torch.multiprocessing.spawn / start_processes (start_method "spawn" by default): the
             # arguments are pickled for each new process
             self._send_objects("process", node, args.elts)
+        self._run_target(node.args[0], args, node, 1)
         return NOTHING
 
     def _send_objects(self, kind: str, node: ast.Call, sent: list) -> None:
@@ -1074,11 +1088,18 @@ class Frame(Evaluator):
         if target is None:
             return
         saved, self.grad = self.grad, True  # a new process starts with grad enabled
+        # the new process works on its own copies: what it stores is not on this process's objects
+        program = self.program
+        kept, values = dict(program.kept), dict(program.values)
         try:
             for callee in self._callees(target):
                 self.call_atom(callee, pos, {}, pos_types, {})
         finally:
             self.grad = saved
+            program.kept.clear()
+            program.kept.update(kept)
+            program.values.clear()
+            program.values.update(values)
 
     def _loader(self, node: ast.Call) -> Value:
         ds = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "dataset"), None)
@@ -1198,7 +1219,7 @@ class HeapWalker(Walker):
         for item in stmt.items:
             if isinstance(item.optional_vars, ast.Name) and isinstance(item.context_expr, ast.Call):
                 f.eval(item.context_expr)
-                types = flatten(f.types_of(item.context_expr)) & {POOL, QUEUE, MP_CONTEXT}
+                types = flatten(f.types_of(item.context_expr)) & {POOL, QUEUE, MP_CONTEXT, MP_PICKLING}
                 if types:
                     f.types[item.optional_vars.id] = frozenset(types)
         super().do_With(stmt)
