@@ -278,6 +278,7 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
         module_classes = {n for n, c in classes.items() if c.facts.is_module}
     frozen_off: set[str] = set()  # self.k.requires_grad = False / requires_grad_(False) somewhere
     frozen_on: set[str] = set()  # ... = True, requires_grad_(), or a flag not known
+    modules_off: set[str] = set()  # submodules __init__ always freezes (its own statements)
     for method in info.node.body:
         if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or not method.args.args:
             continue
@@ -293,12 +294,17 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
                 f.wraps.setdefault(k, set()).update(q)
         for stmt in statements(method):
             node = stmt.value if isinstance(stmt, ast.Expr) else stmt
+            # a submodule is frozen only by what __init__ always runs (a statement of its own
+            # body, not under an `if not learn_recurrent:`); turned on anywhere, it is not
+            always = method.name == "__init__" and stmt in method.body
             looped = _parameters_loop_flag(node, self_name)
             if looped is not None:
-                (frozen_off if looped[1] else frozen_on).add(looped[0])
+                (modules_off if looped[1] and always else frozen_on if not looped[1] else set()).add(looped[0])
             flag = _requires_grad_set(node, self_name)
             if flag is not None:
                 (frozen_off if flag[1] else frozen_on).add(flag[0])
+                if flag[1] and always:
+                    modules_off.add(flag[0])
                 continue
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
                 recv = node.func.value
@@ -349,7 +355,7 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
                         f.injected.add(t.attr)
     # a parameter made or set with requires_grad=False that no method of the class turns on again
     f.frozen = (f.frozen | (frozen_off & f.params)) - frozen_on
-    f.frozen_modules = (f.frozen_modules | (frozen_off & f.submodules)) - frozen_on
+    f.frozen_modules = (f.frozen_modules | (modules_off & f.submodules)) - frozen_on
 
 
 def _parameters_loop_flag(node: ast.AST, self_name: str) -> tuple[str, bool] | None:
