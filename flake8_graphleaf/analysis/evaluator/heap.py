@@ -30,21 +30,21 @@ from __future__ import annotations
 
 import ast
 import os
-from dataclasses import dataclass, field
 
 from .. import messages
 from . import copy_protocol
 from .calls import is_cached_property, is_property
-from .flow import CONTAINER_MUTATORS, Store, Walker, target_root
 from ..program.grad_mode import function_grad_mode
 from .graph_tensors import ARG, GRAPH, LEAF, MODULE, NOTHING, Evaluator, Value, join
 from ..values import CLASS_PREFIX, short
 from ..program.helper_objects import file_classes
 from .scopes import _explicit_enable, bind, self_name, settle_flags
-from ..facts.sinks import COPIER_NAMES as _COPIER_NAMES, COPIERS as _COPIERS, LOADERS as _LOADERS, QUEUES as _QUEUES
-from ..facts.sinks import POOL_EXECUTORS as _POOL_EXECUTORS, POOL_SENDS as _POOL_SENDS, POOLS as _POOLS
-from ..facts.sinks import SPAWNERS as _SPAWNERS, TENSOR_DATASETS as _TENSOR_DATASETS, is_mp as _mp, with_workers
+from ..facts.sinks import COPIER_NAMES as _COPIER_NAMES, COPIERS as _COPIERS
 from ..facts.sinks import LEGACY_NOW as _LEGACY_NOW, PRUNE_PREFIX as _PRUNE_PREFIX, PRUNERS as _PRUNERS
+from .heap_model import (EMPTY, MP_CONTEXT, MP_PICKLING, POOL, QUEUE, FileContext, Kept, Sink,  # noqa: F401 - the model's names, as heap's
+                         Types, classes_of, flatten)
+from .heap_statements import _DISPLAYS, HeapWalker, _items_held, _mode_set, _tuple_elements  # noqa: F401
+from .sends import Sends
 from ..program.stmtwalk import walk
 from .liveness import TOP, _live_defs, may_reach_sink  # noqa: F401 - may_reach_sink: the copy graph's gate
 from .origins import _caller_made, _given_to, _inspection_entry, _passed_parameter
@@ -52,94 +52,8 @@ from .origins import _caller_made, _given_to, _inspection_entry, _passed_paramet
 BUDGET = 20  # function runs from one root (the module's code, or one function)
 MAX_DEPTH = 6
 
-# Atoms: what a name or an attribute may hold, besides its Value.
-#   ("obj", key)                 an object of a class of the program (key: "path::Name", see class_key)
-#   ("alloc", path, line, col)   a dict / list / set made there (("module",) after it: a torch module)
-#   ("queue",)                   a multiprocessing queue
-#   ("fn", key)                  a function or closure of the program (Program.functions[key])
-#   ("bound", qualname, method, holder atom)  a bound method (``self._hook``)
-#   ("partial", key)             functools.partial(...) (Program.partials[key])
-#   ("tuple", (types, ...))      a tuple of known length
-Types = frozenset
-
-EMPTY: frozenset = frozenset()
-QUEUE = ("queue",)
-POOL = ("pool",)  # a process pool: what its map / apply / submit are given is pickled to a worker
-MP_CONTEXT = ("mp-context",)  # multiprocessing.get_context(...): its Queue() / Process() are the real ones
-MP_PICKLING = ("mp-context", "pickles")  # get_context("spawn" / "forkserver"): a Process pickles its args
-
-_PROCESSES = ("Process",)
 _HOOKS = ("register_forward_hook", "register_full_backward_hook", "register_backward_hook",
           "register_forward_pre_hook")
-
-
-def flatten(types) -> frozenset:
-    """The atoms of ``types``, with the elements of tuples in place of the tuples."""
-    out = set()
-    for a in types:
-        if a[0] == "tuple":
-            for t in a[1]:
-                out |= flatten(t)
-        else:
-            out.add(a)
-    return frozenset(out)
-
-
-@dataclass
-class Kept:
-    """A graph tensor an object keeps: where it was stored and how that code was reached."""
-
-    holder: tuple  # the atom
-    attr: str  # the attribute ("[]": the items of a dict / list made by the program)
-    code: str  # GLF001 attribute, GLF002 container item, GLF003 in a hook
-    node: ast.AST  # the store
-    stmt: ast.AST | None
-    value: Value
-    path: str  # the file of the store
-    reached: str  # how the storing code was reached: "train() -> ema.update()"
-    target: str  # the target as written
-    method: str = ""  # the function that stored it
-    root: str = ""  # the name the target starts from
-    on_self: bool = False  # stored by a method of the holder's class on its own object
-    # where the stored tensor was made, when the storing code only keeps what a caller gave it
-    # (``self.values = values`` in a constructor): (path, the expression or statement that made it there)
-    made: tuple | None = None
-    # the call outside any module's forward that ran the forward storing it, where that call's
-    # result is only inspected (``model(example)`` for its shapes, a stride probe's
-    # ``y = self.forward(zeros)`` then ``y.shape``): (path, the call); run under torch.no_grad()
-    # it would store no graph tensor
-    entry: tuple | None = None
-
-
-@dataclass
-class Sink:
-    kind: str  # "copy", "loader", "queue", "pool", "process"
-    node: ast.Call
-    what: str  # copy.deepcopy(trainer), DataLoader(ds, ...), queue.put(out)
-    kept: list[Kept]
-    value: Value = NOTHING  # queue / process: the value sent; "copy-arg": the tensor copied
-    path: str = ""  # the file of the call
-    # "copy-arg": where the copied tensor was made, in the function that passed it on: (path, the
-    # statement that bound it there or the argument itself, the argument as written, the call
-    # that passed it, the function that made that call)
-    origin: tuple | None = None
-    # "copy", "loader": the attributes from the copied object to each of ``kept`` (Program.reach_paths),
-    # the copied object as written, and the names of the classes of the objects it may be
-    paths: list = field(default_factory=list)
-    copied: str = ""
-    classes: tuple = ()
-
-
-@dataclass
-class FileContext:
-    """One file of the program as the run sees it."""
-
-    name: str
-    path: str
-    imports: object
-    defs: dict
-    classes: dict = field(default_factory=dict)
-    module_classes: set = field(default_factory=set)
 
 
 class Program:
@@ -437,7 +351,7 @@ class Program:
                 where.call_atom(callee, given, {}, [EMPTY] * len(given), {}, hook=True)
 
 
-class Frame(Evaluator):
+class Frame(Sends, Evaluator):
     """One function run (or the module's code): an Evaluator that also knows which objects its
     names hold, and follows the program's calls."""
 
@@ -694,63 +608,13 @@ class Frame(Evaluator):
             atoms = flatten(self.types_of(func.value))
             if atoms:
                 self.program.set_mode(atoms, _mode_set(node))
-        if _mp(qual, ("get_context",)):
-            for a in node.args:
-                self.eval(a)
-            method = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "method"), None)
-            pickles = isinstance(method, ast.Constant) and method.value in ("spawn", "forkserver")
-            self.call_types[id(node)] = frozenset({MP_CONTEXT, MP_PICKLING} if pickles else {MP_CONTEXT})
-            return NOTHING
-        if _mp(qual, ("set_start_method",)) and node.args and isinstance(node.args[0], ast.Constant):
-            self.program.start_pickles = node.args[0].value in ("spawn", "forkserver")
-            return NOTHING
-        if _mp(qual, _QUEUES) or (attr in _QUEUES and isinstance(func, ast.Attribute)
-                                   and MP_CONTEXT in flatten(self.types_of(func.value))):
-            self.call_types[id(node)] = frozenset({QUEUE})
-            return NOTHING
-        if _mp(qual, _POOLS) or qual in _POOL_EXECUTORS or (attr in _POOLS and isinstance(func, ast.Attribute)
-                                                            and MP_CONTEXT in flatten(self.types_of(func.value))):
-            for a in node.args:
-                self.eval(a)
-            self.call_types[id(node)] = frozenset({POOL})
-            return NOTHING
-        if attr in _POOL_SENDS and node.args and POOL in flatten(self.types_of(func.value)):
-            # pool.starmap(f, [(q, bank) for q in queries]): the tasks' arguments are pickled to the
-            # workers, whatever the start method (the task queue is a pipe)
-            self.eval(node.args[0])
-            sent = join(*(self.eval(a) for a in node.args[1:]), *(self.eval(k.value) for k in node.keywords))
-            if sent.kind == GRAPH:
-                self.program.sinks.append(Sink("pool", node, f"{ast.unparse(func)}(...)", [], sent, self.ctx.path))
-            else:
-                self._send_objects("pool", node, node.args[1:] + [k.value for k in node.keywords])
-            return NOTHING
-        if attr in ("put", "put_nowait") and node.args and QUEUE in flatten(self.types_of(func.value)):
-            value = self.eval(node.args[0])
-            if value.kind == GRAPH:
-                self.program.sinks.append(Sink("queue", node, f"{ast.unparse(func)}(...)", [], value,
-                                                  self.ctx.path))
-            else:
-                self._send_objects("queue", node, node.args[:1])
-            return NOTHING
+        sent = self.send_call(node, func, qual, attr)
+        if sent is not None:
+            return sent
         if qual in _LEGACY_NOW and node.args:
             return self._legacy_norm(node, qual)
         if qual and qual.startswith(_PRUNE_PREFIX) and node.args:
             return self._pruned(node, qual[len(_PRUNE_PREFIX):])
-        if _mp(qual, _PROCESSES) or (attr == "Process" and qual is None):
-            return self._process(node)
-        if qual in _SPAWNERS and node.args:
-            return self._spawn(node)
-        if qual in _TENSOR_DATASETS:
-            values = [self.eval(a) for a in node.args]
-            atom = ("alloc", self.ctx.path, node.lineno, node.col_offset)
-            held = join(*values)
-            if held.kind in (GRAPH, LEAF):
-                self.program.kept[(atom, "tensors")] = Kept(
-                    atom, "tensors", "GLF301", node, None, held, self.ctx.path, self.reached(), "TensorDataset")
-            self.call_types[id(node)] = frozenset({atom})
-            return NOTHING
-        if qual in _LOADERS:
-            return self._loader(node)
         if qual in _CHECKPOINTS and node.args and self._callees(node.args[0]):
             return self._checkpointed(node)
         if (attr == "backward" or qual in ("torch.autograd.backward", "torch.autograd.grad")) and self.program.recompute:
@@ -774,7 +638,7 @@ class Frame(Evaluator):
             if kept:
                 self.program.sinks.append(Sink(
                     "copy", node, f"{ast.unparse(func)}({ast.unparse(node.args[0])})", kept, path=self.ctx.path,
-                    paths=[p for _, p in reached], copied=ast.unparse(node.args[0]), classes=_classes(types)))
+                    paths=[p for _, p in reached], copied=ast.unparse(node.args[0]), classes=classes_of(types)))
             elif qual == "copy.deepcopy":
                 self._copied_argument(node, func)
             if qual == "copy.deepcopy":
@@ -1004,43 +868,6 @@ class Frame(Evaluator):
             result = Value(GRAPH, short(node))  # the checkpoint's output is on the graph all the same
         return result
 
-    # -- process boundaries -------------------------------------------------------
-    def _process(self, node: ast.Call) -> Value:
-        target = next((k.value for k in node.keywords if k.arg == "target"), None)
-        args = next((k.value for k in node.keywords if k.arg == "args"), None)
-        func = node.func
-        pickles = self.program.start_pickles or (
-            isinstance(func, ast.Attribute) and MP_PICKLING in flatten(self.types_of(func.value)))
-        if pickles and isinstance(args, (ast.Tuple, ast.List)):
-            # ctx.Process(target=f, args=(model,)) of a spawn / forkserver context (or after
-            # set_start_method("spawn")): start() pickles the args for the new process
-            self._send_objects("process", node, args.elts)
-        self._run_target(target, args, node, 0)
-        return NOTHING
-
-    def _spawn(self, node: ast.Call) -> Value:
-        args = next((k.value for k in node.keywords if k.arg == "args"), node.args[1] if len(node.args) > 1 else None)
-        method = next((k.value for k in node.keywords if k.arg == "start_method"), None)
-        if isinstance(args, (ast.Tuple, ast.List)) and not (isinstance(method, ast.Constant) and method.value == "fork"):
-            # torch.multiprocessing.spawn / start_processes (start_method "spawn" by default): the
-            # arguments are pickled for each new process
-            self._send_objects("process", node, args.elts)
-        self._run_target(node.args[0], args, node, 1)
-        return NOTHING
-
-    def _send_objects(self, kind: str, node: ast.Call, sent: list) -> None:
-        """Objects of the run sent to another process (pickled): what a deep copy of them would
-        reach, the pickle reaches too (``mp.spawn(fit, args=(generator, cfg))`` with a legacy
-        weight-normed convolution in the generator; a pool task holding objects that keep graph tensors)."""
-        types = frozenset().union(*(self.types_of(a) for a in sent)) if sent else EMPTY
-        reached = self.program.reach_paths(types) if types else []
-        if reached:
-            shown = sent[0] if len(sent) == 1 else next(
-                (a for a in sent if self.program.reach_paths(self.types_of(a))), sent[0])
-            self.program.sinks.append(Sink(kind, node, f"{short(node.func)}(...)", [k for k, _ in reached],
-                                           path=self.ctx.path, paths=[p for _, p in reached],
-                                           copied=ast.unparse(shown), classes=_classes(types)))
-
     def _pruned(self, node: ast.Call, name: str) -> Value:
         """``prune.l1_unstructured(module, "weight", ...)``: module.weight is weight_orig * mask
         from then on (a tensor with a grad_fn), until ``prune.remove(module, "weight")``;
@@ -1077,312 +904,13 @@ class Frame(Evaluator):
         self.call_types[id(node)] = types
         return result
 
-    def _run_target(self, target, args, node, rank: int) -> None:
-        if isinstance(args, (ast.Tuple, ast.List)):
-            pos = [Value(ARG, "the process rank")] * rank + [self.eval(a) for a in args.elts]
-            pos_types = [EMPTY] * rank + [self.types_of(a) for a in args.elts]
-        else:
-            pos, pos_types = [NOTHING] * rank, [EMPTY] * rank
-            if args is not None:
-                self.eval(args)
-        if target is None:
-            return
-        saved, self.grad = self.grad, True  # a new process starts with grad enabled
-        # the new process works on its own copies: what it stores is not on this process's objects
-        program = self.program
-        kept, values = dict(program.kept), dict(program.values)
-        try:
-            for callee in self._callees(target):
-                self.call_atom(callee, pos, {}, pos_types, {})
-        finally:
-            self.grad = saved
-            program.kept.clear()
-            program.kept.update(kept)
-            program.values.clear()
-            program.values.update(values)
 
-    def _loader(self, node: ast.Call) -> Value:
-        ds = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "dataset"), None)
-        result = super().eval_Call(node)
-        if ds is not None and with_workers(node):
-            types = self.types_of(ds)
-            reached = self.program.reach_paths(types)
-            if reached:
-                self.program.sinks.append(Sink("loader", node, f"DataLoader({ast.unparse(ds)}, ...)",
-                                               [k for k, _ in reached], path=self.ctx.path,
-                                               paths=[p for _, p in reached], copied=ast.unparse(ds),
-                                               classes=_classes(types)))
-            self._worker_items(node, ds, types)
-        return result
-
-    def _worker_items(self, node: ast.Call, ds: ast.AST, types) -> None:
-        """What the workers of ``DataLoader(ds, num_workers=N)`` run: ``type(ds).__getitem__``,
-        with grad on (a worker starts with grad enabled). An item with a grad_fn cannot go back to
-        the main process (the collate's ``stack(..., out=...)`` refuses it first)."""
-        for atom in sorted(flatten(types), key=repr):
-            info = self.program.class_info(atom[1]) if atom[0] == "obj" else None
-            if info is None or "__getitem__" not in info.facts.methods:
-                continue
-            saved, self.grad = self.grad, True
-            try:
-                item, _ = self.call_atom(("bound", atom[1], "__getitem__", atom), [NOTHING], {}, [EMPTY], {})
-            finally:
-                self.grad = saved
-            graph = [v for v in (item.items or (item,)) if v.kind == GRAPH]
-            if graph:
-                name = atom[1].rpartition("::")[2]
-                self.program.sinks.append(Sink("loader", node, f"DataLoader({ast.unparse(ds)}, ...)", [], graph[0],
-                                               path=self.ctx.path, copied=f"{name}.__getitem__", classes=(name,)))
-                return
-
-
-_DISPLAYS = (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp, ast.SetComp)
-# calls that do nothing to a module's training state that the run does not see: torch's own
-# functions (their effects are the table's), copies, and Python's builtins
 _KNOWN_ROOTS = frozenset({"torch", "copy", "builtins", "math", "operator", "functools", "itertools", "typing"})
 _BUILTINS = frozenset(dir(__import__("builtins")))
 _CHECKPOINTS = frozenset({"torch.utils.checkpoint.checkpoint"})
 _CHECKPOINT_OPTIONS = frozenset({"use_reentrant", "preserve_rng_state", "context_fn", "determinism_check", "debug"})
 # builtins that make a new container with the items of the one they are given
 _SAME_ITEMS = frozenset({"list", "tuple", "sorted", "reversed", "set", "frozenset", "dict", "iter"})
-
-
-class HeapWalker(Walker):
-    """The statement walker of a :class:`Frame`: binds what names and attributes hold, and puts
-    every store on the program's heap."""
-
-    def __init__(self, frame: Frame):
-        super().__init__(frame)  # stores go to take(), not a bound method kept on itself (a cycle)
-        self.frame = frame
-
-    def _holders(self, root: str) -> frozenset:
-        f = self.frame
-        if root == f.self_name and f.self_atom is not None:
-            return frozenset({f.self_atom})
-        return flatten(f.name_types(root))
-
-    def take(self, store: Store) -> None:
-        if self._deep_store(store):
-            return
-        holders = self._holders(store.root)
-        if not holders:
-            return
-        if store.kind == "attr":
-            direct = store.text == f"{store.root}.{store.attr}"
-            code = "GLF001" if direct else "GLF002"
-            self.frame.program.store(holders, store.attr or "", store.value, self.frame, store.node, store.stmt,
-                                     store.text, code, direct)
-        elif store.kind in ("container", "setattr"):
-            attr = store.attr or ("[]" if store.kind == "container" else "<setattr>")
-            code = "GLF002" if store.kind == "container" else "GLF001"
-            self.frame.program.store(holders, attr, store.value, self.frame, store.node, store.stmt, store.text,
-                                     code, False)
-
-    def _deep_store(self, store: Store) -> bool:
-        """A store through a path (``self.trainer.metrics.update(out)``, ``wrapper.state.logits =
-        y``): on the objects the path leads to, where the run knows them; False to store on the
-        root's object as for a one-step path."""
-        target = store.target
-        f = self.frame
-        if store.kind == "container" and isinstance(target, ast.Attribute):
-            holders = frozenset(a for a in flatten(f.types_of(target)) if a[0] == "alloc")
-            if holders:
-                f.program.store(holders, "[]", store.value, f, store.node, store.stmt, store.text, "GLF002", False)
-                if not isinstance(target.value, ast.Name):
-                    return True
-                # self.metrics.update(out): on the dict itself too, so that a copy of the dict
-                # alone (deepcopy(self.metrics)) reaches it; and on the object, as a one-step path
-        if store.kind == "container" and isinstance(target, ast.Subscript):
-            # self.stacks[i].append(state): on the list items the run knows too (a copy of one
-            # item, deepcopy(stacks[k]), reaches it), and on the object as for a one-step path
-            holders = frozenset(a for a in flatten(f.types_of(target)) if a[0] == "alloc")
-            if holders:
-                f.program.store(holders, "[]", store.value, f, store.node, store.stmt, store.text, "GLF002", False)
-        if store.kind == "attr" and isinstance(target, ast.Attribute) and isinstance(target.value, ast.Attribute):
-            holders = frozenset(a for a in flatten(f.types_of(target.value)) if a[0] in ("obj", "alloc"))
-            if holders:
-                f.program.store(holders, target.attr, store.value, f, store.node, store.stmt, store.text, "GLF001", True)
-                return True
-        return False
-
-    def do_FunctionDef(self, stmt: ast.FunctionDef) -> None:
-        key = id(stmt)
-        self.frame.program.functions[key] = (stmt, self.frame, self.frame.ctx)
-        self.frame.types[stmt.name] = frozenset({("fn", key)})
-
-    do_AsyncFunctionDef = do_FunctionDef
-
-    def do_With(self, stmt: ast.With) -> None:
-        # with mp.get_context("spawn").Pool(2) as pool: the name holds the pool (a queue, a
-        # context) for the body
-        f = self.frame
-        for item in stmt.items:
-            if isinstance(item.optional_vars, ast.Name) and isinstance(item.context_expr, ast.Call):
-                f.eval(item.context_expr)
-                types = flatten(f.types_of(item.context_expr)) & {POOL, QUEUE, MP_CONTEXT, MP_PICKLING}
-                if types:
-                    f.types[item.optional_vars.id] = frozenset(types)
-        super().do_With(stmt)
-
-    def do_Return(self, stmt: ast.Return) -> None:
-        super().do_Return(stmt)
-        self.frame.returned |= self.frame.types_of(stmt.value)
-        value = self.returns
-        if (value.kind == GRAPH and stmt.value is not None and not value.trail and self.frame.func is not None
-                and self.frame.self_atom is None and value.origin):
-            # made in the return expression of a plain function (return [encoder(x) for x in
-            # items]): the first step of where the caller's value comes from (a module's forward
-            # returning its output is what it is for: not a step to name)
-            self.returns = value.then(stmt.lineno, "return ", stmt.value, self.frame.ctx.path)
-
-    def do_Delete(self, stmt: ast.Delete) -> None:
-        super().do_Delete(stmt)
-        for t in stmt.targets:
-            if isinstance(t, ast.Attribute):
-                self.frame.program.clear(flatten(self.frame.types_of(t.value)), t.attr, self.frame, stmt)
-
-    def do_For(self, stmt: ast.For) -> None:
-        self._bind_elements(stmt.target, stmt.iter)
-        super().do_For(stmt)
-
-    def _loop_target_stores(self, target: ast.AST, value, stmt) -> None:
-        super()._loop_target_stores(target, value, stmt)
-        if isinstance(stmt, (ast.For, ast.AsyncFor)) and isinstance(target, ast.Tuple):
-            self._bind_elements(target, stmt.iter)  # what the tuple assignment above could not tell
-
-    def _bind_elements(self, target: ast.AST, iterated: ast.AST) -> None:
-        """The loop's name holds the container's elements (what was put in a list the run made),
-        or the iterated object itself where the run knows no elements of it; ``for a, b in
-        zip(xs, ys)``: each name an element of its own sequence; ``for i, x in enumerate(xs)``: x
-        an element of xs."""
-        if isinstance(target, ast.Name):
-            out: set = set()
-            for atom in flatten(self.frame.types_of(iterated)):
-                elements = self.frame.program.held.get((atom, "[]")) if atom[0] == "alloc" else None
-                out |= elements if elements is not None else {atom}
-            self.frame.types[target.id] = frozenset(out)
-        elif (isinstance(target, ast.Tuple) and isinstance(iterated, ast.Call) and isinstance(iterated.func, ast.Name)
-              and not iterated.keywords and not any(isinstance(t, ast.Starred) for t in target.elts)):
-            if iterated.func.id == "zip" and len(iterated.args) == len(target.elts):
-                for elt, seq in zip(target.elts, iterated.args):
-                    self._bind_elements(elt, seq)
-            elif iterated.func.id == "enumerate" and len(target.elts) == 2 and iterated.args:
-                self._bind_elements(target.elts[1], iterated.args[0])
-
-    def assign(self, target, value_node, value, stmt) -> None:
-        f = self.frame
-        types = f.types_of(value_node)
-        if isinstance(value_node, _DISPLAYS) and isinstance(target, (ast.Name, ast.Attribute)):
-            atom = ("alloc", f.ctx.path, value_node.lineno, value_node.col_offset)
-            if isinstance(target, ast.Name) and any(atom in flatten(t) for n, t in f.types.items() if n != target.id):
-                # made again (a loop's next pass: candidates = []) while another name still holds
-                # the one made before (beams = sorted(candidates)): another object
-                atom = atom + ("again",)
-            types = flatten(types) | {atom}
-            if isinstance(value_node, (ast.List, ast.Set, ast.ListComp, ast.SetComp, ast.Dict, ast.DictComp)):
-                f.program.held[(atom, "[]")] = _items_held(f, value_node)
-                items = value if value.kind == GRAPH and f.grad else NOTHING
-                if items.kind == GRAPH:
-                    f.program.kept[(atom, "[]")] = Kept(atom, "[]", "GLF001", target, stmt, items, f.ctx.path,
-                                                        f.reached(), ast.unparse(target))
-        if isinstance(target, ast.Name):
-            f.types[target.id] = types
-        elif isinstance(target, (ast.Tuple, ast.List)):
-            elements = _tuple_elements(types, len(target.elts))
-            for elt, t in zip(target.elts, elements):
-                if isinstance(elt, ast.Name):
-                    f.types[elt.id] = t
-                elif isinstance(elt, ast.Attribute):
-                    self._hold(elt, t)
-        elif isinstance(target, ast.Attribute):
-            self._hold(target, types)
-        elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
-            holders = self._holders(target.value.id)
-            if holders and target.value.id != f.self_name:
-                for atom in holders:
-                    if atom[0] == "alloc":
-                        key = (atom, "[]")
-                        f.program.held[key] = f.program.held.get(key, EMPTY) | flatten(types)
-                f.program.store(holders, "[]", value, f, target, stmt, ast.unparse(target), "GLF002", False)
-        elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Attribute):
-            # self.logged[name] = metric: the objects put in a dict or list an object holds (the
-            # store itself, of a graph tensor, is the walker's container store)
-            added = flatten(types)
-            if added:
-                for atom in flatten(f.types_of(target.value)):
-                    if atom[0] == "alloc":
-                        key = (atom, "[]")
-                        f.program.held[key] = f.program.held.get(key, EMPTY) | added
-        super().assign(target, value_node, value, stmt)
-
-    def _hold(self, target: ast.Attribute, types) -> None:
-        f = self.frame
-        holders = flatten(f.types_of(target.value)) if not (
-            isinstance(target.value, ast.Name) and target.value.id == f.self_name and f.self_atom is not None
-        ) else frozenset({f.self_atom})
-        for atom in holders:
-            if atom[0] in ("obj", "alloc"):
-                key = (atom, target.attr)
-                if (atom[0] == "obj" and len(f.program.made_at.get(atom[1], ())) > 1 and key in f.program.held
-                        and not (isinstance(target.value, ast.Name) and target.value.id == f.self_name)):
-                    # objects of a class made at several places share the atom: set through a name
-                    # (not by a method on its own object), another of them may still hold what it
-                    # held (model.acts = acts; clean_model.acts = clean_acts)
-                    f.program.held[key] = f.program.held[key] | flatten(types)
-                else:
-                    f.program.held[key] = flatten(types)
-
-    def call_statement(self, call: ast.Call, stmt) -> None:
-        func = call.func
-        f = self.frame
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id != f.self_name:
-            holders = [a for a in self._holders(func.value.id) if a[0] == "alloc"]
-            if holders and func.attr in CONTAINER_MUTATORS:
-                args = [f.eval(a) for a in call.args] + [f.eval(k.value) for k in call.keywords]
-                if func.attr in ("insert", "setdefault", "__setitem__") and len(args) > 1:
-                    args = args[1:]
-                for atom in holders:
-                    key = (atom, "[]")
-                    added = frozenset().union(*(flatten(f.types_of(a)) for a in call.args)) if call.args else EMPTY
-                    f.program.held[key] = f.program.held.get(key, EMPTY) | added
-                f.program.store(frozenset(holders), "[]", join(*args), f, call, stmt, ast.unparse(func.value), "GLF002", False)
-        elif isinstance(func, ast.Attribute) and func.attr in CONTAINER_MUTATORS and call.args:
-            # self.items.append(Item(...)): the objects put in a list an object holds (the store
-            # itself, of a graph tensor, is the walker's container store)
-            added = frozenset().union(*(flatten(f.types_of(a)) for a in call.args))
-            if added:
-                for atom in flatten(f.types_of(func.value)):
-                    if atom[0] == "alloc":
-                        key = (atom, "[]")
-                        f.program.held[key] = f.program.held.get(key, EMPTY) | added
-        if isinstance(func, ast.Attribute) and func.attr == "clear" and isinstance(func.value, ast.Attribute):
-            root = target_root(func.value)
-            if root is not None:
-                # the container's own items first: clearing the attribute forgets what it holds
-                f.program.clear(frozenset(a for a in flatten(f.types_of(func.value)) if a[0] == "alloc"), "[]", f, stmt)
-                f.program.clear(flatten(f.types_of(func.value.value)), func.value.attr, f, stmt)
-        super().call_statement(call, stmt)
-
-
-def _mode_set(call: ast.Call) -> bool | None:
-    """The mode ``m.train(...)`` / ``m.eval()`` puts a module in: ``train()`` and ``train(True)``
-    training, ``eval()`` and ``train(False)`` eval; None for a mode the text does not fix."""
-    if isinstance(call.func, ast.Attribute) and call.func.attr == "eval":
-        return None if call.args or call.keywords else False
-    given = call.args[0] if call.args else call.keywords[0].value if call.keywords else None
-    if given is None:
-        return True
-    if isinstance(given, ast.Constant) and isinstance(given.value, bool):
-        return given.value
-    return None
-
-
-def _tuple_elements(types, n: int) -> list[frozenset]:
-    for atom in types:
-        if atom[0] == "tuple" and len(atom[1]) == n:
-            return [t for t in atom[1]]
-    flat = flatten(types)
-    return [flat] * n
 
 
 def run_file(tree: ast.Module, imports, classes, module_classes, path: str, text: str | None = None,
@@ -1444,9 +972,6 @@ def _run(current, tree, imports, classes, module_classes, text: str | None = Non
     return program
 
 
-def _classes(types) -> tuple[str, ...]:
-    """The names of the classes of the objects among ``types``."""
-    return tuple(sorted({a[1].rpartition("::")[2] for a in flatten(types) if a[0] == "obj"}))
 
 
 def _where_stored(kept: Kept) -> tuple:
@@ -1458,25 +983,6 @@ def _where_stored(kept: Kept) -> tuple:
 # containers of modules whose elements are what they are given (positionally)
 _MODULE_CONTAINERS = frozenset({"torch.nn.ModuleList", "torch.nn.Sequential", "torch.nn.modules.container.ModuleList",
                                 "torch.nn.modules.container.Sequential"})
-
-
-def _items_held(f: "Frame", display: ast.AST, depth: int = 0) -> frozenset:
-    """What a list (set, dict) display or comprehension holds: its items' objects, and for an
-    item that is a display itself (``[[(nt, rule, state)] for i in range(n)]``: a beam's stacks)
-    a container of its own, made where it is written, holding its items in turn."""
-    if isinstance(display, ast.DictComp):
-        return EMPTY
-    items = [display.elt] if isinstance(display, (ast.ListComp, ast.SetComp)) else [
-        e for e in getattr(display, "elts", getattr(display, "values", [])) if e is not None]
-    out: set = set()
-    for item in items:
-        if depth < 2 and isinstance(item, (ast.List, ast.Set, ast.ListComp, ast.SetComp, ast.Dict)):
-            inner = ("alloc", f.ctx.path, item.lineno, item.col_offset)
-            f.program.held[(inner, "[]")] = _items_held(f, item, depth + 1)
-            out.add(inner)
-        else:
-            out |= flatten(f.types_of(item))
-    return frozenset(out)
 
 
 def runs_for(imports, words: tuple[str, ...]) -> list[Program]:
