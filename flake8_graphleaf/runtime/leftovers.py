@@ -50,6 +50,9 @@ _HERE = os.path.abspath(__file__)
 _SKIP_FILES = (_HERE, os.path.abspath(copy.__file__))
 
 
+AT_THE_END = "at the end of the test"
+
+
 @dataclass
 class Finding:
     """One graph tensor a test left where a copy or a send meets it."""
@@ -70,7 +73,8 @@ class Finding:
     # "unrecorded" (the test's own line)
     text: str = ""  # the storing line's source
     more: int = 0  # further tensors with the same storing line under the same attribute (model.items[1..])
-    when: str = "at the end of the test"  # or "when the copy raised", "when it was sent"
+    when: str = "at the end of the test"  # or "when the copy raised", "when it was sent" (AT_THE_END: a note,
+    # unless --graphleaf-leftovers)
 
     def summary_line(self) -> str:
         return f"{self.path}:{self.line}: {self.code} {self.message} ({self.test})"
@@ -111,6 +115,11 @@ class TestWatch:
     # id(dataset) -> (dataset, where, batched, workers): the DataLoaders with workers the test iterated
     loaders: dict = field(default_factory=dict)
     _evidence: str | None = None  # a folder where forked DataLoader workers leave word of an item they could not send
+    # What the end-of-test walk finds (modules alive at the end, objects copied or sent earlier that reach a
+    # graph tensor now): no copy or send of this run met those tensors.  False: they are notes (``notes``),
+    # not findings; True (``--graphleaf-leftovers``): findings, as a copy the test would make.
+    leftovers: bool = False
+    notes: list = field(default_factory=list)
 
     # -- recording ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -155,6 +164,7 @@ class TestWatch:
         self.modules.clear()
         self.roots.clear()
         self.child_findings.clear()
+        self.notes.clear()
         self.loaders.clear()
         if self._evidence is not None:
             shutil.rmtree(self._evidence, ignore_errors=True)
@@ -439,6 +449,9 @@ class TestWatch:
             except Exception:
                 continue
             self._report(root, items, log, index, reported, groups, out)
+        if not self.leftovers:  # evidence of this run only: a copy or send that met the tensor
+            self.notes = [f for f in out if f.when == AT_THE_END]
+            out = [f for f in out if f.when != AT_THE_END]
         return out
 
     def _report(self, root, items, log, index, reported, groups, out) -> None:
@@ -503,7 +516,7 @@ class TestWatch:
                     message=_message(g, root, place_how), how=place_how.split(" ")[0],
                     object=f"{_module_name(root)} ({root.what})", attribute=g.path, grad_fn=g.grad_fn,
                     shape=list(g.shape), text=text or linecache.getline(file, line).strip(),
-                    when="at the end of the test" if root.findings is None else
+                    when=AT_THE_END if root.findings is None else
                     ("when the copy raised" if root.kind in ("deepcopy", "pickle") else "when it was sent"),
                 )
                 groups[key] = finding
