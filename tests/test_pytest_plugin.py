@@ -342,7 +342,7 @@ with open(os.path.join(FIXTURES, "roots", "ROOTS.json"), encoding="utf-8") as _f
 def test_each_kind_of_root_is_named_at_its_root_line(pytester):
     suite(pytester, "roots")
     result = run(pytester, "--graphleaf", "--graphleaf-json=roots.json", "-W", "ignore::FutureWarning")
-    result.assert_outcomes(passed=12)
+    result.assert_outcomes(passed=18)
     data = json.loads((pytester.path / "roots.json").read_text())
     got = {(f["test"].split("::")[1], f["path"], f["line"], f["code"]) for f in data}
     assert got == ROOTS, "\n".join(f"{f['path']}:{f['line']}: {f['code']} {f['message']}" for f in data)
@@ -361,6 +361,16 @@ def test_each_kind_of_root_is_named_at_its_root_line(pytester):
     assert by_line[("made.py", 33)]["how"] == "stored" and by_line[("made.py", 27)]["how"] == "stored"
     assert by_line[("made.py", 42)]["how"] == "argument" and by_line[("made.py", 43)]["how"] == "built"
     assert "sent to a multiprocessing Pool at test_roots.py:" in by_line[("made.py", 38)]["message"]
+    # roots above the store, on the stack when it ran, or the line that copied or sent the tensor
+    assert [by_line[("callers.py", n)]["how"] for n in (26, 33, 49, 60, 80, 94)] == \
+        ["forward", "forward", "passed", "copied", "sent", "made"]
+    assert "the forward that stored it ran here with grad on (Head in eval mode): nothing trains its graph" in \
+        by_line[("callers.py", 26)]["message"]
+    assert "(while building Probed)" in by_line[("callers.py", 33)]["message"]
+    assert by_line[("callers.py", 49)]["message"].endswith("given here to the constructor that stores it")
+    assert "given to a spawn Process at callers.py:80" in by_line[("callers.py", 80)]["message"]
+    assert "made here by the dataset's module 'embedding' (its parameters require grad)" in \
+        by_line[("callers.py", 94)]["message"]
 
 
 def test_clean_sends_and_copies_are_not_reported(pytester):
@@ -369,7 +379,7 @@ def test_clean_sends_and_copies_are_not_reported(pytester):
     a dataset of graph tensors whose forked workers send detached items (the dataset is never pickled)."""
     suite(pytester, "roots_clean")
     result = run(pytester, "--graphleaf", "--graphleaf-strict", "--graphleaf-json=clean.json")
-    result.assert_outcomes(passed=12)
+    result.assert_outcomes(passed=18)
     assert json.loads((pytester.path / "clean.json").read_text()) == []
 
 
@@ -425,7 +435,8 @@ def test_a_store_inside_an_installed_package_is_named_at_the_users_line(pytester
     for rel, text in THIRD_PARTY.items():
         (pytester.path / rel).parent.mkdir(parents=True, exist_ok=True)
         (pytester.path / rel).write_text(text)
-    result = run(pytester, "--graphleaf", "--graphleaf-json=lib.json", "-W", "ignore::FutureWarning")
+    result = run(pytester, "--graphleaf", "--graphleaf-leftovers", "--graphleaf-json=lib.json", "-W",
+                 "ignore::FutureWarning")  # the first test copies nothing: what it leaves is reported as asked
     result.assert_outcomes(passed=2)
     data = json.loads((pytester.path / "lib.json").read_text())
     got = {(f["test"].split("::")[1], f["path"], f["line"], f["how"]) for f in data}

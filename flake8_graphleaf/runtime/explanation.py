@@ -12,7 +12,7 @@ from typing import Any, Iterable
 
 from .findings import Findings, Source, format_explanation
 from .static_map import StaticIndex, map_static
-from .trace import StoreLog
+from .trace import FORWARD, PASSED, StoreLog
 from .walk import find_graph_tensors
 
 
@@ -49,9 +49,13 @@ def explain(
                 if same:
                     continue
                 text = rec.text + (f"  (via {rec.library_frame})" if rec.library_frame else "")
+                if rec.how == FORWARD:
+                    text += f"  ({rec.note}: nothing trains its graph; run it under torch.no_grad())"
+                caller = rec.how in (PASSED, FORWARD)  # a line above the store, on the stack when it ran
                 item.sources.append(
-                    Source(file=rec.file, line=rec.line, code="trace", text=text, attribute=rec.attribute,
-                           message=f"{rec.how} recorded by trace_stores ({rec.grad_fn})", traced=True)
+                    Source(file=rec.file, line=rec.line, code=rec.how if caller else "trace", text=text,
+                           attribute=rec.attribute, message=f"{rec.how} recorded by trace_stores ({rec.grad_fn})",
+                           traced=not caller)
                 )
     for item in items:
         if item.copy_method is not None:

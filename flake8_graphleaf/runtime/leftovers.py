@@ -43,8 +43,9 @@ from .findings import GraphTensor, display_path
 from .script import (COWARDLY, HOOK_APPLIED, SEND_FAILURE_LISTENERS, WORKER_GRAD, Recorder, SendFailure,
                      argument_line, describe_failure, locate)
 from .static_map import StaticIndex, map_static
-from .trace import _RETURNED as RETURNED
-from .walk import _graph_leaf_error, _return_line, _user_code, cached_property_line, find_graph_tensors
+from .trace import FORWARD, PASSED, _RETURNED as RETURNED
+from .walk import (_graph_leaf_error, _return_line, _user_code, cached_property_line, find_graph_tensors,
+                   module_call_lines)
 
 _HERE = os.path.abspath(__file__)
 _SKIP_FILES = (_HERE, os.path.abspath(copy.__file__))
@@ -496,8 +497,14 @@ class TestWatch:
             if how == "built" and len(places) == 2:
                 hows[0] = "argument"  # the line that made the constructor's argument, then the constructor's
             if records:
-                hows = ["applied" if r.how == HOOK_APPLIED else "made" if r.how == RETURNED else "stored"
-                        for r in records]
+                hows = [_RECORD_HOW.get(r.how, "stored") + (f" {r.note}" if r.note else "") for r in records]
+            if root.site is not None and how not in ("sent", "copied") and (
+                    root.kind in ("queue", "process") or g.tensor is not None and g.tensor is root.obj):
+                # the send of a queue's put or a spawned Process (its arguments), or the copy or send of the
+                # tensor itself: that line decided what crossed, beside the store that made it
+                if (root.site[0], root.site[1]) not in {(f, l) for f, l, _t in places}:
+                    places.append((root.site[0], root.site[1], ""))
+                    hows.append("sent also" if root.kind != "deepcopy" else "copied also")
             if g.copy_method is not None:  # its own __deepcopy__ / __getstate__ copies it: that line too
                 method_file, method_line, method = g.copy_method
                 if how in ("sent", "copied", "unrecorded"):  # made by the method itself: no store to name
@@ -506,7 +513,8 @@ class TestWatch:
                     places.append((method_file, method_line, ""))
                     hows.append(f"method {method}")
             for (file, line, text), place_how in zip(places, hows):
-                key = (root.name, file, line, re.sub(r"\[[^\]]*\]", "[]", g.path))
+                key = (root.name, file, line, re.sub(r"\[[^\]]*\]", "[]", g.path)
+                       if not place_how.endswith(" also") else place_how)  # one send line for all it sent
                 same = groups.get(key)
                 if same is not None:
                     same.more += 1
@@ -528,20 +536,27 @@ class TestWatch:
         code = getattr(getattr(type(root.obj), "__getitem__", None), "__code__", None)
         if code is None or not _user_code(code):
             return
-        file, line = os.path.abspath(code.co_filename), _return_line(code)
-        key = (root.name, file, line, "__getitem__")
-        if key in groups:
-            return
+        file = os.path.abspath(code.co_filename)
         what = ("cannot be batched by the workers (they require grad)" if root.cause == "batched" else
                 "cannot be sent from the workers (on the autograd graph)")
-        finding = Finding(
-            test=self.nodeid, path=display_path(file), line=line, code="GLF301",
-            message=f"the items {type(root.obj).__name__}.__getitem__ returns {what}: the dataset {root.what}; "
-                    "made here (compute them under torch.no_grad() or detach them)",
-            object=f"dataset ({root.what})", attribute=f"{type(root.obj).__name__}.__getitem__", grad_fn=None,
-            shape=[], how="made", text=linecache.getline(file, line).strip(), when="when the workers failed")
-        groups[key] = finding
-        out.append(finding)
+        head = f"the items {type(root.obj).__name__}.__getitem__ returns {what}: the dataset {root.what}; "
+        # the calls of a module the dataset holds whose parameters require grad (self.embedding(idx)): where the
+        # items get their grad; then the return line
+        places = [(n, f"made here by the dataset's module {attr!r} (its parameters require grad): call it under "
+                      "torch.no_grad(), or move it into the model") for n, attr in module_call_lines(code, root.obj)]
+        line = _return_line(code)
+        if line not in {n for n, _m in places}:
+            places.append((line, "made here (compute them under torch.no_grad() or detach them)"))
+        for line, tail in places:
+            key = (root.name, file, line, "__getitem__")
+            if key in groups:
+                continue
+            finding = Finding(
+                test=self.nodeid, path=display_path(file), line=line, code="GLF301", message=head + tail,
+                object=f"dataset ({root.what})", attribute=f"{type(root.obj).__name__}.__getitem__", grad_fn=None,
+                shape=[], how="made", text=linecache.getline(file, line).strip(), when="when the workers failed")
+            groups[key] = finding
+            out.append(finding)
 
     # -- a failure raised by the test ---------------------------------------------------------------
     def explain_exception(self, exc: BaseException) -> str | None:
@@ -558,6 +573,10 @@ class TestWatch:
         except Exception:
             return None
         return text.replace("graphleaf explain: ", "", 1)
+
+
+# StoreRecord.how -> Finding.how of the line it names
+_RECORD_HOW = {HOOK_APPLIED: "applied", RETURNED: "made", PASSED: "passed", FORWARD: "forward"}
 
 
 def _module_name(root: _Root) -> str:
@@ -618,6 +637,13 @@ def _message(g: GraphTensor, root: _Root, how: str) -> str:
         return f"{where}; stored here"
     if how == "applied":
         return f"{where}; applied here (the hook torch registered for it stores the tensor at every forward)"
+    if how in ("sent also", "copied also"):
+        return f"{where}; {how.split(' ')[0]} here"
+    if how == "passed":
+        return f"{where}; given here to the constructor that stores it"
+    if how.startswith("forward "):
+        return f"{where}; the forward that stored it ran here with grad on ({how.split(' ', 1)[1]}): " \
+               "nothing trains its graph (run it under torch.no_grad())"
     if how.startswith("method "):
         return f"{where}; {how.split(' ', 1)[1]}() copies it here"
     if how == "made":
