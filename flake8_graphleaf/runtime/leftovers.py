@@ -10,11 +10,12 @@ While a test runs, :class:`TestWatch` keeps
   and, through :class:`~flake8_graphleaf.runtime.trace.StoreTracer`, the user's statements that stored a
   graph tensor on any object, by tensor identity.
 
-A copy or a send that raises is walked at that moment (its state then is what broke it). At the end
-of the test every module and every copied or sent object goes through the one deepcopy walk
+A copy or a send that raises is walked at that moment (its state then is what broke it), a send when it
+is made; each graph tensor found becomes a :class:`Finding` with the line that stored it.  At the end of
+the test every module and every object copied or sent earlier goes through the one deepcopy walk
 (:func:`~flake8_graphleaf.runtime.walk.find_graph_tensors`, one ``seen`` set for all of them, so a
-tensor is reported once); each graph tensor found becomes a :class:`Finding` with the line that stored
-it.  Nothing of the test's objects is changed, detached or copied (the walk only reads them; an object
+tensor is reported once): what it finds no copy or send of the run met, so it is a note
+(``TestWatch.notes``), a finding only with ``leftovers`` (``--graphleaf-leftovers``).  Nothing of the test's objects is changed, detached or copied (the walk only reads them; an object
 with its own ``__deepcopy__`` is copied once on the side, as ``explain`` does).
 
 Imports torch.

@@ -7,9 +7,11 @@ torch nor the rest of the runtime until then (the linter installs without torch)
 
 For each test (setup, call): the modules it builds, the objects it deep-copies, pickles for another
 process, puts on a queue, hands to a spawned ``Process`` or to ``DataLoader`` workers, and every store
-of a graph tensor its code makes on any object, with its line.  At the end of the call: the deepcopy
-walk over all of them; each graph tensor is a finding ``path:line: GLFnnn message (test id)`` in the
-``graphleaf`` section of the terminal summary and in ``--graphleaf-json``.  A deepcopy / pickling /
+of a graph tensor its code makes on any object, with its line.  Each graph tensor that a copy or send
+of the test met (it raised, or was sent with it) is a finding ``path:line: GLFnnn message (test id)``
+in the ``graphleaf`` section of the terminal summary and in ``--graphleaf-json``; what the deepcopy walk
+at the end of the call finds in the modules built and the objects copied earlier is a note of the
+summary (no copy met it in this run), a finding with ``--graphleaf-leftovers``.  A deepcopy / pickling /
 DataLoader-worker / multiprocessing failure the test raised gets its explanation as a report section.
 Tests still pass; ``--graphleaf-strict`` fails a test that leaves such a tensor;
 ``@pytest.mark.graphleaf_ignore`` skips a test.
