@@ -220,12 +220,13 @@ CALLERS = {
         "model = callers.Head()\ncallers.output_shape(model, torch.randn(2, 4))\ncopy.deepcopy(model)\n",
         ["<- callers.py:20 GLF001 (traced) self.last = out  # kept for the plots, in eval mode",
          "<- callers.py:26 ran the forward that stored it, with grad on: return tuple(model(x).shape)  # an eval-mode "
-         "forward, with grad on  (Head in eval mode: nothing trains its graph; run it under torch.no_grad())"]),
+         "forward, with grad on  (Head in eval mode; no backward went through what it stored: run it under "
+         "torch.no_grad() unless its gradient is wanted)"]),
     "probe_while_building": (
         "copy.deepcopy(callers.Probed())\n",
         ["<- callers.py:37 GLF001 (traced) self.peak = h.max()  # kept at every forward",
          "<- callers.py:33 ran the forward that stored it, with grad on: self.width = self.forward(torch.zeros(1, 4))"
-         ".shape[-1]  # a probe while building, with grad on  (while building Probed: "]),
+         ".shape[-1]  # a probe while building, with grad on  (while building Probed; "]),
     "constructor_argument": (
         "copy.deepcopy(callers.matches(torch.nn.Linear(3, 2), torch.rand(2, 4), torch.randn(2, 3)))\n",
         ["<- callers.py:44 stored: self.embedding = embedding",

@@ -364,13 +364,50 @@ def test_each_kind_of_root_is_named_at_its_root_line(pytester):
     # roots above the store, on the stack when it ran, or the line that copied or sent the tensor
     assert [by_line[("callers.py", n)]["how"] for n in (26, 33, 49, 60, 80, 94)] == \
         ["forward", "forward", "passed", "copied", "sent", "made"]
-    assert "the forward that stored it ran here with grad on (Head in eval mode): nothing trains its graph" in \
-        by_line[("callers.py", 26)]["message"]
+    assert "the forward that stored it ran here with grad on (Head in eval mode), and no backward went through " \
+        "what it stored" in by_line[("callers.py", 26)]["message"]
     assert "(while building Probed)" in by_line[("callers.py", 33)]["message"]
     assert by_line[("callers.py", 49)]["message"].endswith("given here to the constructor that stores it")
     assert "given to a spawn Process at callers.py:80" in by_line[("callers.py", 80)]["message"]
     assert "made here by the dataset's module 'embedding' (its parameters require grad)" in \
         by_line[("callers.py", 94)]["message"]
+
+
+def test_a_forward_whose_graph_is_trained_or_wanted_is_not_named(pytester):
+    """The eval-mode forward of callers.Head is named beside its store only when nothing trains its graph: after
+    a backward through what it stored (fine-tuning in eval mode), or with an input that requires grad (a
+    saliency map), only the store is named."""
+    shutil.copy(os.path.join(FIXTURES, "roots", "callers.py"), str(pytester.path))
+    pytester.makepyfile(test_eval="""
+        import copy
+
+        import torch
+
+        import callers
+
+        def test_eval_mode_fine_tuning():
+            model = callers.Head()
+            model.eval()
+            model(torch.randn(2, 4)).sum().backward()
+            try:
+                copy.deepcopy(model)
+            except RuntimeError:
+                pass
+
+        def test_saliency():
+            model = callers.Head()
+            callers.output_shape(model, torch.randn(2, 4, requires_grad=True))
+            try:
+                copy.deepcopy(model)
+            except RuntimeError:
+                pass
+        """)
+    result = run(pytester, "--graphleaf", "--graphleaf-json=eval.json")
+    result.assert_outcomes(passed=2)
+    got = sorted((f["test"].split("::")[1], f["path"], f["line"], f["how"])
+                 for f in json.loads((pytester.path / "eval.json").read_text()))
+    assert got == [("test_eval_mode_fine_tuning", "callers.py", 20, "stored"),
+                   ("test_saliency", "callers.py", 20, "stored")], got
 
 
 def test_clean_sends_and_copies_are_not_reported(pytester):

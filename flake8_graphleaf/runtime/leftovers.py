@@ -44,7 +44,7 @@ from .findings import GraphTensor, display_path
 from .script import (COWARDLY, HOOK_APPLIED, SEND_FAILURE_LISTENERS, WORKER_GRAD, Recorder, SendFailure,
                      argument_line, describe_failure, locate)
 from .static_map import StaticIndex, map_static
-from .trace import FORWARD, PASSED, _RETURNED as RETURNED
+from .trace import FORWARD, PASSED, _RETURNED as RETURNED, graph_trained
 from .walk import (_graph_leaf_error, _return_line, _user_code, cached_property_line, find_graph_tensors,
                    module_call_lines)
 
@@ -465,7 +465,7 @@ class TestWatch:
                 if id(g.tensor) in reported:
                     continue
                 reported.add(id(g.tensor))
-            records = log.records_for(g)
+            records = [r for r in log.records_for(g) if r.how != FORWARD or not graph_trained(g.tensor)]
             if records:
                 how = "stored"
                 places = [(r.file, r.line, r.text) for r in records]
@@ -643,8 +643,8 @@ def _message(g: GraphTensor, root: _Root, how: str) -> str:
     if how == "passed":
         return f"{where}; given here to the constructor that stores it"
     if how.startswith("forward "):
-        return f"{where}; the forward that stored it ran here with grad on ({how.split(' ', 1)[1]}): " \
-               "nothing trains its graph (run it under torch.no_grad())"
+        return f"{where}; the forward that stored it ran here with grad on ({how.split(' ', 1)[1]}), and no " \
+               "backward went through what it stored (run it under torch.no_grad() unless its gradient is wanted)"
     if how.startswith("method "):
         return f"{where}; {how.split(' ', 1)[1]}() copies it here"
     if how == "made":

@@ -997,7 +997,8 @@ def _passed_by(frame, value, is_user) -> tuple[str, int] | None:
 def _forward_by(frame, is_user) -> tuple[str, int, str] | None:
     """(file, line, why) of the user's line that called the outermost ``forward`` of an ``nn.Module`` that
     ``frame`` runs in, when that forward was run in eval mode or while a module was being built (its
-    ``__init__`` above it on the stack): a forward whose graph nothing trains, with grad on."""
+    ``__init__`` above it on the stack), with grad on and no input that requires grad: a forward whose graph
+    nothing may train (whether a backward went through it is checked when it is reported: :func:`graph_trained`)."""
     outer = None
     f, n = frame, 0
     while f is not None and n < _FORWARD_UP:
@@ -1012,6 +1013,12 @@ def _forward_by(frame, is_user) -> tuple[str, int, str] | None:
     caller = _user_frame(forward.f_back, is_user)
     if caller is None:
         return None
+    names, code = forward.f_locals, forward.f_code
+    inputs = [names.get(p) for p in code.co_varnames[1:code.co_argcount + code.co_kwonlyargcount]]
+    if code.co_flags & 0x04:  # *args
+        inputs += list(names.get(code.co_varnames[code.co_argcount + code.co_kwonlyargcount], ()) or ())
+    if any(isinstance(v, torch.Tensor) and v.requires_grad for v in inputs):
+        return None  # an input requires grad: its gradient is wanted (an attack, a saliency map)
     if not module.training:
         why = f"{type(module).__name__} in eval mode"
     else:
@@ -1024,3 +1031,26 @@ def _forward_by(frame, is_user) -> tuple[str, int, str] | None:
         if not why:
             return None
     return os.path.abspath(caller.f_code.co_filename), caller.f_lineno, why
+
+
+def graph_trained(tensor, limit: int = 64) -> bool | None:
+    """Whether a backward went through ``tensor``'s graph: the saved tensors of the first node that has any are
+    freed (True), still there (False); None when no node of the first ``limit`` saves one."""
+    node = getattr(tensor, "grad_fn", None)
+    todo, seen = [node] if node is not None else [], set()
+    while todo and len(seen) < limit:
+        node = todo.pop(0)
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        for name in dir(node):
+            if name.startswith("_raw_saved_"):
+                try:
+                    getattr(node, "_saved_" + name[len("_raw_saved_"):])
+                except RuntimeError:
+                    return True
+                except Exception:
+                    continue
+                return False
+        todo += [n for n, _i in getattr(node, "next_functions", ()) if n is not None]
+    return None
