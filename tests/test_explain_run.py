@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -247,8 +248,7 @@ def test_roots_above_the_store_are_named_and_their_twins_run(tmp_path, kind):
     for twin, status in (("roots", 1), ("roots_clean", 0)):
         folder = tmp_path / twin
         folder.mkdir()
-        (folder / "callers.py").write_text(
-            open(os.path.join(ROOT, "fixtures", "pytest", twin, "callers.py"), encoding="utf-8").read())
+        shutil.copy(os.path.join(ROOT, "fixtures", "pytest", twin, "callers.py"), str(folder))
         (folder / "main.py").write_text(script)
         r = run("main.py", cwd=str(folder))
         assert r.returncode == status, r.stdout + r.stderr

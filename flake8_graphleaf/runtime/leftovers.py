@@ -499,13 +499,13 @@ class TestWatch:
                 hows[0] = "argument"  # the line that made the constructor's argument, then the constructor's
             if records:
                 hows = [_RECORD_HOW.get(r.how, "stored") + (f" {r.note}" if r.note else "") for r in records]
+            # the send of a queue's put or a spawned Process (its arguments), or the copy or send of the tensor
+            # itself: that line decided what crossed, beside the store that made it
             if root.site is not None and how not in ("sent", "copied") and (
-                    root.kind in ("queue", "process") or g.tensor is not None and g.tensor is root.obj):
-                # the send of a queue's put or a spawned Process (its arguments), or the copy or send of the
-                # tensor itself: that line decided what crossed, beside the store that made it
-                if (root.site[0], root.site[1]) not in {(f, l) for f, l, _t in places}:
-                    places.append((root.site[0], root.site[1], ""))
-                    hows.append("sent also" if root.kind != "deepcopy" else "copied also")
+                    root.kind in ("queue", "process") or (g.tensor is not None and g.tensor is root.obj)) and \
+                    (root.site[0], root.site[1]) not in {(f, l) for f, l, _t in places}:
+                places.append((root.site[0], root.site[1], ""))
+                hows.append("sent also" if root.kind != "deepcopy" else "copied also")
             if g.copy_method is not None:  # its own __deepcopy__ / __getstate__ copies it: that line too
                 method_file, method_line, method = g.copy_method
                 if how in ("sent", "copied", "unrecorded"):  # made by the method itself: no store to name
