@@ -15,8 +15,9 @@ is made; each graph tensor found becomes a :class:`Finding` with the line that s
 the test every module and every object copied or sent earlier goes through the one deepcopy walk
 (:func:`~flake8_graphleaf.runtime.walk.find_graph_tensors`, one ``seen`` set for all of them, so a
 tensor is reported once): what it finds no copy or send of the run met, so it is a note
-(``TestWatch.notes``), a finding only with ``leftovers`` (``--graphleaf-leftovers``).  Nothing of the test's objects is changed, detached or copied (the walk only reads them; an object
-with its own ``__deepcopy__`` is copied once on the side, as ``explain`` does).
+(``TestWatch.notes``), a finding only with ``leftovers`` (``--graphleaf-leftovers``).  Nothing of the
+test's objects is changed, detached or copied (the walk only reads them; an object with its own
+``__deepcopy__`` is copied once on the side, as ``explain`` does).
 
 Imports torch.
 """
