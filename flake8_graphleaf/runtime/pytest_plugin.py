@@ -270,4 +270,11 @@ class GraphleafPlugin:
 def _note_shape(f: dict) -> str:
     shape = "(" + ", ".join(str(s) for s in f["shape"]) + ("," if len(f["shape"]) == 1 else "") + ")"
     what = f"grad_fn={f['grad_fn']}" if f["grad_fn"] else "a leaf that requires grad"
-    return f"{shape} {what}, {f['how']} here"
+    return f"{shape} {what}, {_NOTE_HOW.get(f['how'], f['how'] + ' here')}"
+
+
+_NOTE_HOW = {  # Finding.how -> what a note says of its line
+    "passed": "given here to the constructor that stores it", "forward": "the forward that stored it ran here",
+    "method": "its own copy method copies it here", "static": "stored here (static finding)",
+    "built": "the object holding it was built here", "argument": "made here", "unrecorded": "no store recorded",
+}
