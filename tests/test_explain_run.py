@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -205,8 +206,52 @@ def test_worker_items_made_by_getitem_name_its_return_line(tmp_path):
     r = run(str(tmp_path / "leaky.py"), cwd=str(tmp_path))
     assert r.returncode == 1, r.stdout + r.stderr
     assert "the items its __getitem__ returns do" in r.stdout
-    assert "<- leaky.py:10 made: return self.encoder(self.raw[i])" in r.stdout
+    assert "<- leaky.py:10 made by the dataset's module 'encoder' (its parameters require grad): " \
+        "return self.encoder(self.raw[i])" in r.stdout
     assert "encoder.weight" not in r.stdout
     (tmp_path / "clean.py").write_text(body.replace("{guard}", "with torch.no_grad():\n            "))
     r = run(str(tmp_path / "clean.py"), cwd=str(tmp_path))
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+# Roots above the store (fixtures/pytest/roots/callers.py, and its twin in roots_clean): a script per kind, what
+# its report must name.  The same recorder as pytest --graphleaf's (tests/test_pytest_plugin.py).
+CALLERS = {
+    "eval_forward": (
+        "model = callers.Head()\ncallers.output_shape(model, torch.randn(2, 4))\ncopy.deepcopy(model)\n",
+        ["<- callers.py:20 GLF001 (traced) self.last = out  # kept for the plots, in eval mode",
+         "<- callers.py:26 ran the forward that stored it, with grad on: return tuple(model(x).shape)  # an eval-mode "
+         "forward, with grad on  (Head in eval mode; no backward went through what it stored: run it under "
+         "torch.no_grad() unless its gradient is wanted)"]),
+    "probe_while_building": (
+        "copy.deepcopy(callers.Probed())\n",
+        ["<- callers.py:37 GLF001 (traced) self.peak = h.max()  # kept at every forward",
+         "<- callers.py:33 ran the forward that stored it, with grad on: self.width = self.forward(torch.zeros(1, 4))"
+         ".shape[-1]  # a probe while building, with grad on  (while building Probed; "]),
+    "constructor_argument": (
+        "copy.deepcopy(callers.matches(torch.nn.Linear(3, 2), torch.rand(2, 4), torch.randn(2, 3)))\n",
+        ["<- callers.py:44 stored: self.embedding = embedding",
+         "<- callers.py:49 given to the constructor that stores it: return [Match(b, e) for b, e in zip(boxes, "
+         "embeddings)]  # each embedding given to Match, with grad"]),
+    "tensor_itself_copied": (
+        "callers.with_copy(callers.activated(torch.nn.Linear(3, 2)(torch.randn(4, 3))), 'probs')\n",
+        ["<- callers.py:54 stored: out[\"probs\"] = torch.softmax(logits, dim=-1)  # stored in the step's output",
+         "<- callers.py:60 copied (the tensor itself): out[key + \"_kept\"] = copy.deepcopy(out[key])  # the tensor "
+         "itself, deep-copied"]),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(CALLERS))
+def test_roots_above_the_store_are_named_and_their_twins_run(tmp_path, kind):
+    body, expected = CALLERS[kind]
+    script = "import copy\n\nimport torch\n\nimport callers\n\n" + body
+    for twin, status in (("roots", 1), ("roots_clean", 0)):
+        folder = tmp_path / twin
+        folder.mkdir()
+        shutil.copy(os.path.join(ROOT, "fixtures", "pytest", twin, "callers.py"), str(folder))
+        (folder / "main.py").write_text(script)
+        r = run("main.py", cwd=str(folder))
+        assert r.returncode == status, r.stdout + r.stderr
+        if status:
+            for line in expected:
+                assert line in r.stdout, r.stdout

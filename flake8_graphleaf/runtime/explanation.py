@@ -12,7 +12,7 @@ from typing import Any, Iterable
 
 from .findings import Findings, Source, format_explanation
 from .static_map import StaticIndex, map_static
-from .trace import StoreLog
+from .trace import FORWARD, PASSED, StoreLog, graph_trained
 from .walk import find_graph_tensors
 
 
@@ -43,15 +43,22 @@ def explain(
         item.sources = map_static(item, index, extra)
         if trace is not None:
             for rec in trace.records_for(item):
+                if rec.how == FORWARD and graph_trained(item.tensor):
+                    continue  # a backward went through it: that forward's graph was trained
                 same = [s for s in item.sources if s.file == rec.file and s.line == rec.line]
                 for s in same:
                     s.traced = True
                 if same:
                     continue
                 text = rec.text + (f"  (via {rec.library_frame})" if rec.library_frame else "")
+                if rec.how == FORWARD:
+                    text += f"  ({rec.note}; no backward went through what it stored: run it under torch.no_grad() " \
+                            "unless its gradient is wanted)"
+                caller = rec.how in (PASSED, FORWARD)  # a line above the store, on the stack when it ran
                 item.sources.append(
-                    Source(file=rec.file, line=rec.line, code="trace", text=text, attribute=rec.attribute,
-                           message=f"{rec.how} recorded by trace_stores ({rec.grad_fn})", traced=True)
+                    Source(file=rec.file, line=rec.line, code=rec.how if caller else "trace", text=text,
+                           attribute=rec.attribute, message=f"{rec.how} recorded by trace_stores ({rec.grad_fn})",
+                           traced=not caller)
                 )
     for item in items:
         if item.copy_method is not None:

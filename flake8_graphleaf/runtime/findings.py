@@ -85,6 +85,9 @@ _LABELS = {
     "sent": "sent:",
     "loader": "given to a DataLoader:",
     "method": "its own copy method copies it:",
+    "passed": "given to the constructor that stores it:",
+    "forward": "ran the forward that stored it, with grad on:",
+    "copied": "copied (the tensor itself):",
 }
 
 

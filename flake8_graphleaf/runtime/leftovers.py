@@ -10,12 +10,14 @@ While a test runs, :class:`TestWatch` keeps
   and, through :class:`~flake8_graphleaf.runtime.trace.StoreTracer`, the user's statements that stored a
   graph tensor on any object, by tensor identity.
 
-A copy or a send that raises is walked at that moment (its state then is what broke it). At the end
-of the test every module and every copied or sent object goes through the one deepcopy walk
+A copy or a send that raises is walked at that moment (its state then is what broke it), a send when it
+is made; each graph tensor found becomes a :class:`Finding` with the line that stored it.  At the end of
+the test every module and every object copied or sent earlier goes through the one deepcopy walk
 (:func:`~flake8_graphleaf.runtime.walk.find_graph_tensors`, one ``seen`` set for all of them, so a
-tensor is reported once); each graph tensor found becomes a :class:`Finding` with the line that stored
-it.  Nothing of the test's objects is changed, detached or copied (the walk only reads them; an object
-with its own ``__deepcopy__`` is copied once on the side, as ``explain`` does).
+tensor is reported once): what it finds no copy or send of the run met, so it is a note
+(``TestWatch.notes``), a finding only with ``leftovers`` (``--graphleaf-leftovers``).  Nothing of the
+test's objects is changed, detached or copied (the walk only reads them; an object with its own
+``__deepcopy__`` is copied once on the side, as ``explain`` does).
 
 Imports torch.
 """
@@ -43,11 +45,15 @@ from .findings import GraphTensor, display_path
 from .script import (COWARDLY, HOOK_APPLIED, SEND_FAILURE_LISTENERS, WORKER_GRAD, Recorder, SendFailure,
                      argument_line, describe_failure, locate)
 from .static_map import StaticIndex, map_static
-from .trace import _RETURNED as RETURNED
-from .walk import _graph_leaf_error, _return_line, _user_code, cached_property_line, find_graph_tensors
+from .trace import FORWARD, PASSED, _RETURNED as RETURNED, graph_trained
+from .walk import (_graph_leaf_error, _return_line, _user_code, cached_property_line, find_graph_tensors,
+                   module_call_lines)
 
 _HERE = os.path.abspath(__file__)
 _SKIP_FILES = (_HERE, os.path.abspath(copy.__file__))
+
+
+AT_THE_END = "at the end of the test"
 
 
 @dataclass
@@ -70,7 +76,8 @@ class Finding:
     # "unrecorded" (the test's own line)
     text: str = ""  # the storing line's source
     more: int = 0  # further tensors with the same storing line under the same attribute (model.items[1..])
-    when: str = "at the end of the test"  # or "when the copy raised", "when it was sent"
+    when: str = "at the end of the test"  # or "when the copy raised", "when it was sent" (AT_THE_END: a note,
+    # unless --graphleaf-leftovers)
 
     def summary_line(self) -> str:
         return f"{self.path}:{self.line}: {self.code} {self.message} ({self.test})"
@@ -111,6 +118,11 @@ class TestWatch:
     # id(dataset) -> (dataset, where, batched, workers): the DataLoaders with workers the test iterated
     loaders: dict = field(default_factory=dict)
     _evidence: str | None = None  # a folder where forked DataLoader workers leave word of an item they could not send
+    # What the end-of-test walk finds (modules alive at the end, objects copied or sent earlier that reach a
+    # graph tensor now): no copy or send of this run met those tensors.  False: they are notes (``notes``),
+    # not findings; True (``--graphleaf-leftovers``): findings, as a copy the test would make.
+    leftovers: bool = False
+    notes: list = field(default_factory=list)
 
     # -- recording ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -155,6 +167,7 @@ class TestWatch:
         self.modules.clear()
         self.roots.clear()
         self.child_findings.clear()
+        self.notes.clear()
         self.loaders.clear()
         if self._evidence is not None:
             shutil.rmtree(self._evidence, ignore_errors=True)
@@ -439,6 +452,9 @@ class TestWatch:
             except Exception:
                 continue
             self._report(root, items, log, index, reported, groups, out)
+        if not self.leftovers:  # evidence of this run only: a copy or send that met the tensor
+            self.notes = [f for f in out if f.when == AT_THE_END]
+            out = [f for f in out if f.when != AT_THE_END]
         return out
 
     def _report(self, root, items, log, index, reported, groups, out) -> None:
@@ -450,7 +466,7 @@ class TestWatch:
                 if id(g.tensor) in reported:
                     continue
                 reported.add(id(g.tensor))
-            records = log.records_for(g)
+            records = [r for r in log.records_for(g) if r.how != FORWARD or not graph_trained(g.tensor)]
             if records:
                 how = "stored"
                 places = [(r.file, r.line, r.text) for r in records]
@@ -483,8 +499,14 @@ class TestWatch:
             if how == "built" and len(places) == 2:
                 hows[0] = "argument"  # the line that made the constructor's argument, then the constructor's
             if records:
-                hows = ["applied" if r.how == HOOK_APPLIED else "made" if r.how == RETURNED else "stored"
-                        for r in records]
+                hows = [_RECORD_HOW.get(r.how, "stored") + (f" {r.note}" if r.note else "") for r in records]
+            # the send of a queue's put or a spawned Process (its arguments), or the copy or send of the tensor
+            # itself: that line decided what crossed, beside the store that made it
+            if root.site is not None and how not in ("sent", "copied") and (
+                    root.kind in ("queue", "process") or (g.tensor is not None and g.tensor is root.obj)) and \
+                    (root.site[0], root.site[1]) not in {(f, l) for f, l, _t in places}:
+                places.append((root.site[0], root.site[1], ""))
+                hows.append("sent also" if root.kind != "deepcopy" else "copied also")
             if g.copy_method is not None:  # its own __deepcopy__ / __getstate__ copies it: that line too
                 method_file, method_line, method = g.copy_method
                 if how in ("sent", "copied", "unrecorded"):  # made by the method itself: no store to name
@@ -493,7 +515,8 @@ class TestWatch:
                     places.append((method_file, method_line, ""))
                     hows.append(f"method {method}")
             for (file, line, text), place_how in zip(places, hows):
-                key = (root.name, file, line, re.sub(r"\[[^\]]*\]", "[]", g.path))
+                key = (root.name, file, line, re.sub(r"\[[^\]]*\]", "[]", g.path)
+                       if not place_how.endswith(" also") else place_how)  # one send line for all it sent
                 same = groups.get(key)
                 if same is not None:
                     same.more += 1
@@ -503,7 +526,7 @@ class TestWatch:
                     message=_message(g, root, place_how), how=place_how.split(" ")[0],
                     object=f"{_module_name(root)} ({root.what})", attribute=g.path, grad_fn=g.grad_fn,
                     shape=list(g.shape), text=text or linecache.getline(file, line).strip(),
-                    when="at the end of the test" if root.findings is None else
+                    when=AT_THE_END if root.findings is None else
                     ("when the copy raised" if root.kind in ("deepcopy", "pickle") else "when it was sent"),
                 )
                 groups[key] = finding
@@ -515,20 +538,27 @@ class TestWatch:
         code = getattr(getattr(type(root.obj), "__getitem__", None), "__code__", None)
         if code is None or not _user_code(code):
             return
-        file, line = os.path.abspath(code.co_filename), _return_line(code)
-        key = (root.name, file, line, "__getitem__")
-        if key in groups:
-            return
+        file = os.path.abspath(code.co_filename)
         what = ("cannot be batched by the workers (they require grad)" if root.cause == "batched" else
                 "cannot be sent from the workers (on the autograd graph)")
-        finding = Finding(
-            test=self.nodeid, path=display_path(file), line=line, code="GLF301",
-            message=f"the items {type(root.obj).__name__}.__getitem__ returns {what}: the dataset {root.what}; "
-                    "made here (compute them under torch.no_grad() or detach them)",
-            object=f"dataset ({root.what})", attribute=f"{type(root.obj).__name__}.__getitem__", grad_fn=None,
-            shape=[], how="made", text=linecache.getline(file, line).strip(), when="when the workers failed")
-        groups[key] = finding
-        out.append(finding)
+        head = f"the items {type(root.obj).__name__}.__getitem__ returns {what}: the dataset {root.what}; "
+        # the calls of a module the dataset holds whose parameters require grad (self.embedding(idx)): where the
+        # items get their grad; then the return line
+        places = [(n, f"made here by the dataset's module {attr!r} (its parameters require grad): call it under "
+                      "torch.no_grad(), or move it into the model") for n, attr in module_call_lines(code, root.obj)]
+        line = _return_line(code)
+        if line not in {n for n, _m in places}:
+            places.append((line, "made here (compute them under torch.no_grad() or detach them)"))
+        for line, tail in places:
+            key = (root.name, file, line, "__getitem__")
+            if key in groups:
+                continue
+            finding = Finding(
+                test=self.nodeid, path=display_path(file), line=line, code="GLF301", message=head + tail,
+                object=f"dataset ({root.what})", attribute=f"{type(root.obj).__name__}.__getitem__", grad_fn=None,
+                shape=[], how="made", text=linecache.getline(file, line).strip(), when="when the workers failed")
+            groups[key] = finding
+            out.append(finding)
 
     # -- a failure raised by the test ---------------------------------------------------------------
     def explain_exception(self, exc: BaseException) -> str | None:
@@ -545,6 +575,10 @@ class TestWatch:
         except Exception:
             return None
         return text.replace("graphleaf explain: ", "", 1)
+
+
+# StoreRecord.how -> Finding.how of the line it names
+_RECORD_HOW = {HOOK_APPLIED: "applied", RETURNED: "made", PASSED: "passed", FORWARD: "forward"}
 
 
 def _module_name(root: _Root) -> str:
@@ -605,6 +639,13 @@ def _message(g: GraphTensor, root: _Root, how: str) -> str:
         return f"{where}; stored here"
     if how == "applied":
         return f"{where}; applied here (the hook torch registered for it stores the tensor at every forward)"
+    if how in ("sent also", "copied also"):
+        return f"{where}; {how.split(' ')[0]} here"
+    if how == "passed":
+        return f"{where}; given here to the constructor that stores it"
+    if how.startswith("forward "):
+        return f"{where}; the forward that stored it ran here with grad on ({how.split(' ', 1)[1]}), and no " \
+               "backward went through what it stored (run it under torch.no_grad() unless its gradient is wanted)"
     if how.startswith("method "):
         return f"{where}; {how.split(' ', 1)[1]}() copies it here"
     if how == "made":

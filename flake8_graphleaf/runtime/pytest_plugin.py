@@ -7,9 +7,11 @@ torch nor the rest of the runtime until then (the linter installs without torch)
 
 For each test (setup, call): the modules it builds, the objects it deep-copies, pickles for another
 process, puts on a queue, hands to a spawned ``Process`` or to ``DataLoader`` workers, and every store
-of a graph tensor its code makes on any object, with its line.  At the end of the call: the deepcopy
-walk over all of them; each graph tensor is a finding ``path:line: GLFnnn message (test id)`` in the
-``graphleaf`` section of the terminal summary and in ``--graphleaf-json``.  A deepcopy / pickling /
+of a graph tensor its code makes on any object, with its line.  Each graph tensor that a copy or send
+of the test met (it raised, or was sent with it) is a finding ``path:line: GLFnnn message (test id)``
+in the ``graphleaf`` section of the terminal summary and in ``--graphleaf-json``; what the deepcopy walk
+at the end of the call finds in the modules built and the objects copied earlier is a note of the
+summary (no copy met it in this run), a finding with ``--graphleaf-leftovers``.  A deepcopy / pickling /
 DataLoader-worker / multiprocessing failure the test raised gets its explanation as a report section.
 Tests still pass; ``--graphleaf-strict`` fails a test that leaves such a tensor;
 ``@pytest.mark.graphleaf_ignore`` skips a test.
@@ -42,12 +44,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="turn the check off, over the ini option")
     group.addoption("--graphleaf-strict", action="store_true", dest="graphleaf_strict", default=None,
                     help="fail a test that leaves such a tensor (ini: graphleaf_strict = true)")
+    group.addoption("--graphleaf-leftovers", action="store_true", dest="graphleaf_leftovers", default=None,
+                    help="also report, as findings, the graph tensors that no copy or send of the test met: held "
+                    "at the end of the test by the modules it built, or by what it copied or sent earlier "
+                    "(a copy it would make); without it they are notes in the summary (ini: graphleaf_leftovers = "
+                    "true)")
     group.addoption("--graphleaf-json", metavar="FILE", dest="graphleaf_json", default=None,
                     help="write the findings to FILE as a JSON list (ini: graphleaf_json)")
     parser.addini("graphleaf", type="bool", default=False,
                   help="check every test for graph tensors left where a copy or a process boundary meets them")
     parser.addini("graphleaf_strict", type="bool", default=False,
                   help="with graphleaf: fail a test that leaves such a tensor")
+    parser.addini("graphleaf_leftovers", type="bool", default=False,
+                  help="with graphleaf: report what tests leave at their end (no copy or send met it) as findings, "
+                  "not notes")
     parser.addini("graphleaf_json", type="string", default="",
                   help="with graphleaf: write the findings to this file as a JSON list")
 
@@ -76,7 +86,8 @@ def pytest_configure(config: pytest.Config) -> None:
     json_path = _option(config, "graphleaf_json") or None
     if json_path:
         json_path = os.path.join(str(config.invocation_params.dir), json_path)
-    plugin = GraphleafPlugin(config, strict=bool(_option(config, "graphleaf_strict")), json_path=json_path)
+    plugin = GraphleafPlugin(config, strict=bool(_option(config, "graphleaf_strict")), json_path=json_path,
+                             leftovers=bool(_option(config, "graphleaf_leftovers")))
     config.pluginmanager.register(plugin, "graphleaf-checker")
 
 
@@ -102,11 +113,13 @@ class StrictFailure:
 class GraphleafPlugin:
     """The per-session state of ``pytest --graphleaf``."""
 
-    def __init__(self, config: pytest.Config, strict: bool, json_path: str | None):
+    def __init__(self, config: pytest.Config, strict: bool, json_path: str | None, leftovers: bool = False):
         self.config = config
         self.strict = strict
         self.json_path = json_path
+        self.leftovers = leftovers
         self.findings: list[dict] = []
+        self.notes: list[dict] = []  # what tests left at their end that no copy or send met (not findings)
         self.shown: set[int] = set()  # indexes in findings listed with a failed test's report (not again below)
         self.checked = 0
         self.untraced: list[str] = []
@@ -115,7 +128,9 @@ class GraphleafPlugin:
         self.is_worker = hasattr(config, "workerinput")  # pytest-xdist: the controller reports
 
     def pytest_report_header(self, config: pytest.Config) -> str:
-        return "graphleaf: checking every test for graph tensors left behind" + (" (strict)" if self.strict else "")
+        modes = [m for m, on in (("strict", self.strict), ("leftovers reported", self.leftovers)) if on]
+        return "graphleaf: checking every test for graph tensors left behind" + (f" ({', '.join(modes)})" if modes
+                                                                                 else "")
 
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item):
@@ -129,7 +144,8 @@ class GraphleafPlugin:
         from .leftovers import TestWatch
 
         line = item.location[1]
-        self.watch = TestWatch(item.nodeid, str(item.path), (line if line is not None else 0) + 1)
+        self.watch = TestWatch(item.nodeid, str(item.path), (line if line is not None else 0) + 1,
+                               leftovers=self.leftovers)
         self.watch.start()
 
     @pytest.hookimpl(hookwrapper=True)
@@ -151,6 +167,8 @@ class GraphleafPlugin:
         if not watch.tracing:
             self.untraced.append(watch.nodeid)
         findings = watch.check()
+        if watch.notes:
+            report.graphleaf_notes = [f.as_json() for f in watch.notes]  # travels with the report too
         if call.excinfo is not None:
             text = watch.explain_exception(call.excinfo.value)
             if text:
@@ -179,6 +197,8 @@ class GraphleafPlugin:
             self.watch = None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call":
+            self.notes.extend(getattr(report, "graphleaf_notes", None) or ())
         data = getattr(report, "graphleaf", None)
         if data and report.when == "call":
             if report.failed:
@@ -204,6 +224,7 @@ class GraphleafPlugin:
         else:
             tr.write_line("no test left a tensor on the autograd graph where copy.deepcopy or a process "
                           "boundary meets it")
+        self._write_notes(tr)
         if self.untraced:
             why = ("another trace function (a debugger, coverage) was installed" if sys.version_info < (3, 12) else
                    "another tool held both sys.monitoring tool ids graphleaf can use (3 and 4)")
@@ -213,6 +234,24 @@ class GraphleafPlugin:
             tr.write_line(f"graphleaf: the check failed in {e}")
         if self.json_path:
             tr.write_line(f"graphleaf: findings written to {self.json_path}")
+
+    NOTES_SHOWN = 10
+
+    def _write_notes(self, tr) -> None:
+        """What tests left at their end that no copy or send of theirs met: not findings (nothing in this
+        run shows that the program copies or sends those objects now), shown so that a copy made later
+        (the next epoch's checkpoint) is not a surprise."""
+        n = len(self.notes)
+        if not n:
+            return
+        tests = len({f["test"] for f in self.notes})
+        tr.write_line(f"note: {n} tensor{'s' if n != 1 else ''} on the autograd graph held at the end of {tests} "
+                      f"test{'s' if tests != 1 else ''} by objects that no copy or send of the test met then "
+                      "(not findings: a later copy of them would raise; --graphleaf-leftovers reports them):")
+        for f in self.notes[:self.NOTES_SHOWN]:
+            tr.write_line(f"    {f['path']}:{f['line']}: {f['attribute']} {_note_shape(f)} ({f['test']})")
+        if n > self.NOTES_SHOWN:
+            tr.write_line(f"    ... and {n - self.NOTES_SHOWN} more")
 
     def pytest_sessionfinish(self, session, exitstatus) -> None:
         self._release()
@@ -226,3 +265,16 @@ class GraphleafPlugin:
             json.dump(self.findings, fh, indent=2)
             fh.write("\n")
         os.replace(tmp, self.json_path)
+
+
+def _note_shape(f: dict) -> str:
+    shape = "(" + ", ".join(str(s) for s in f["shape"]) + ("," if len(f["shape"]) == 1 else "") + ")"
+    what = f"grad_fn={f['grad_fn']}" if f["grad_fn"] else "a leaf that requires grad"
+    return f"{shape} {what}, {_NOTE_HOW.get(f['how'], f['how'] + ' here')}"
+
+
+_NOTE_HOW = {  # Finding.how -> what a note says of its line
+    "passed": "given here to the constructor that stores it", "forward": "the forward that stored it ran here",
+    "method": "its own copy method copies it here", "static": "stored here (static finding)",
+    "built": "the object holding it was built here", "argument": "made here", "unrecorded": "no store recorded",
+}

@@ -49,7 +49,8 @@ from .explanation import explain
 from .findings import Findings, GraphTensor, Source, display_path, format_explanation
 from .static_map import StaticIndex, user_class_files
 from .trace import _THIS_FILE as _TRACE_FILE, StoreLog, StoreRecord, StoreTracer, _caller, choose_backend
-from .walk import TORCH_DIR, _graph_leaf_error, _return_line, cached_property_line, find_graph_tensors
+from .walk import (TORCH_DIR, _graph_leaf_error, _return_line, cached_property_line, find_graph_tensors,
+                   module_call_lines)
 
 _HERE = os.path.abspath(__file__)
 _COPY_FILE = os.path.abspath(copy.__file__)
@@ -536,7 +537,12 @@ def describe_failure(failure: Failure, rec: Recorder, script: str) -> tuple[str,
             lines.append(f"the object the workers index ({failure.name}, a {kind}) holds no tensor that requires "
                          f"grad: the items its __getitem__ returns do (compute them under torch.no_grad() or "
                          f"detach them):")
-            lines.append(f"    <- {display_path(file)}:{line} made: {linecache.getline(file, line).strip()}")
+            calls = module_call_lines(code, failure.obj)
+            for n, attr in calls:  # a module of the dataset's, with parameters that require grad, called there
+                lines.append(f"    <- {display_path(file)}:{n} made by the dataset's module {attr!r} (its parameters "
+                             f"require grad): {linecache.getline(file, n).strip()}")
+            if line not in {n for n, _a in calls}:
+                lines.append(f"    <- {display_path(file)}:{line} made: {linecache.getline(file, line).strip()}")
             return "\n".join(lines), items
     n = len(items)
     what = "tensors that require grad" if failure.kind == "worker" else "tensors on the autograd graph (not graph leaves)"
@@ -575,6 +581,9 @@ def _sources_for(item: GraphTensor, failure: Failure, rec: Recorder, index: Stat
         root_site = Site("the send", *failure.call)  # SimpleQueue.put, a pipe's send: the line that sent it
     if root_site is not None and failure.kind != "deepcopy":
         extra.append(root_site.source("sent" if failure.kind == "pickle" else "loader"))
+    if failure.call is not None and item.tensor is not None and item.tensor is failure.obj:
+        # the tensor itself was copied or sent: that line decided it, beside the store that made it
+        extra.append(Site("the copy", *failure.call).source("copied" if failure.kind == "deepcopy" else "sent"))
     for s in extra:
         if any(o.file == s.file and o.line == s.line for o in item.sources):
             continue

@@ -35,6 +35,7 @@ class StoreRecord:
     library_frame: str | None = None  # "torch/nn/utils/weight_norm.py:78" when torch code did the store
     owner_id: int = 0
     value: Any = None  # a weak reference to the tensor stored (module stores of explain --run / pytest --graphleaf)
+    note: str = ""  # for a FORWARD record: why that forward trains nothing ("Net in eval mode")
 
     def location(self) -> str:
         return f"{display_path(self.file)}:{self.line}"
@@ -205,6 +206,10 @@ _GENERATED_INIT = object()
 _CONTAINER_METHODS = {"append", "appendleft", "insert", "add"}  # the new item is the argument
 _MERGE_METHODS = {"extend", "extendleft", "update", "setdefault", "__setitem__"}
 _RETURNED = "returned"  # a container a user function built in its return statement, and returned
+PASSED = "passed"  # the line that gave a graph tensor to a constructor (``__init__``) that stores its argument
+FORWARD = "forward"  # the line that ran, with grad on, a forward (in eval mode, or while a model was built) that
+# stored the tensor on its module: the root of a probe / inference forward that should run under no_grad
+_FORWARD_UP = 64  # frames looked at above a store, for the forward it runs in
 _RETURNED_CONTAINERS = (_ast.List, _ast.ListComp, _ast.Dict, _ast.DictComp)
 _PLAIN_CONTAINERS = (list, dict, _collections.OrderedDict, _collections.defaultdict, _collections.deque, tuple)
 _SCAN = (256, 16)  # items looked at in a container stored (its last ones), and in the containers in it
@@ -533,7 +538,10 @@ class StoreTracer:
                     holder = _read(holder_expr, scope) if holder_expr is not None else None
                     if isinstance(holder, torch.Tensor):  # self.window[:2] = h: written into the tensor itself,
                         holder = None  # whatever holds it
-                    self._note(value, how, expr, stmt, filename, 0, None if holder is _MISSING else holder)
+                    holder = None if holder is _MISSING else holder
+                    self._note(value, how, expr, stmt, filename, 0, holder)
+                    if isinstance(value, torch.Tensor) and value.grad_fn is not None and holder is not None:
+                        self._callers(frame, value, holder)
         except Exception:  # never let the observer change the program's behaviour
             pass
 
@@ -574,6 +582,31 @@ class StoreTracer:
             return
         for item in items:
             self._note(item, how, expr, stmt, filename, depth + 1, value)
+
+    def _callers(self, frame, value, holder) -> None:
+        """The lines above a store that decided it, seen on the stack as the store ran: the caller that gave
+        the tensor to a constructor storing its argument (``Detection(box, score, embedding)``: ``self.embedding
+        = embedding``), and the line that ran the forward storing it on its module with grad on, when that
+        forward was an inference or a probe (the module in eval mode, or a model being built)."""
+        site = _passed_by(frame, value, self._is_user)
+        if site is not None:
+            self._extra(value, PASSED, site[0], site[1], holder)
+        site = _forward_by(frame, self._is_user)
+        if site is not None:
+            self._extra(value, FORWARD, site[0], site[1], holder, site[2])
+
+    def _extra(self, value, how, filename, line, holder, note="") -> None:
+        ident = id(value)
+        with self._lock:
+            slot = self._by_tensor.get(ident)
+            if slot is None or slot[0]() is not value:
+                return
+            key = (filename, line, id(holder))
+            if key not in slot[1]:
+                slot[1][key] = StoreRecord(
+                    module="", attribute=how, how=how, file=filename, line=line,
+                    text=linecache.getline(filename, line).strip(), grad_fn=type(value.grad_fn).__name__,
+                    owner_id=id(holder), note=note)
 
     def records(self, tensor, holder=None) -> list[StoreRecord]:
         """The statements that stored ``tensor``; with ``holder`` (the object, list or dict the deepcopy
@@ -929,3 +962,95 @@ def _item(container, key):
     except (IndexError, TypeError):
         return _MISSING
     return _MISSING
+
+
+def _user_frame(frame, is_user):
+    """``frame`` or the first frame above it in the user's code (through torch's and the library's frames)."""
+    while frame is not None and not is_user(frame.f_code.co_filename):
+        frame = frame.f_back
+    return frame
+
+
+def _passed_by(frame, value, is_user) -> tuple[str, int] | None:
+    """The user's line that gave ``value`` to the constructor running in ``frame``, when ``frame`` is an
+    ``__init__`` that got it as an argument (through ``super().__init__(x)`` and library constructors)."""
+    found = None
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name != "__init__":
+            break
+        names = frame.f_locals
+        params = code.co_varnames[1:code.co_argcount + code.co_kwonlyargcount]
+        if not any(names.get(p) is value for p in params):
+            break
+        caller = frame.f_back
+        while caller is not None and caller.f_code.co_name == "__init__" and not is_user(caller.f_code.co_filename):
+            caller = caller.f_back  # a library base class's __init__ between the two
+        user = _user_frame(caller, is_user)
+        if user is None:
+            break
+        found = (os.path.abspath(user.f_code.co_filename), user.f_lineno)
+        frame = user
+    return found
+
+
+def _forward_by(frame, is_user) -> tuple[str, int, str] | None:
+    """(file, line, why) of the user's line that called the outermost ``forward`` of an ``nn.Module`` that
+    ``frame`` runs in, when that forward was run in eval mode or while a module was being built (its
+    ``__init__`` above it on the stack), with grad on and no input that requires grad: a forward whose graph
+    nothing may train (whether a backward went through it is checked when it is reported: :func:`graph_trained`)."""
+    outer = None
+    f, n = frame, 0
+    while f is not None and n < _FORWARD_UP:
+        if f.f_code.co_name == "forward" and is_user(f.f_code.co_filename):
+            owner = f.f_locals.get("self")
+            if isinstance(owner, nn.Module):
+                outer = (f, owner)
+        f, n = f.f_back, n + 1
+    if outer is None:
+        return None
+    forward, module = outer
+    caller = _user_frame(forward.f_back, is_user)
+    if caller is None:
+        return None
+    names, code = forward.f_locals, forward.f_code
+    inputs = [names.get(p) for p in code.co_varnames[1:code.co_argcount + code.co_kwonlyargcount]]
+    if code.co_flags & 0x04:  # *args
+        inputs += list(names.get(code.co_varnames[code.co_argcount + code.co_kwonlyargcount], ()) or ())
+    if any(isinstance(v, torch.Tensor) and v.requires_grad for v in inputs):
+        return None  # an input requires grad: its gradient is wanted (an attack, a saliency map)
+    if not module.training:
+        why = f"{type(module).__name__} in eval mode"
+    else:
+        f, n, why = caller, 0, ""
+        while f is not None and n < _FORWARD_UP:
+            if f.f_code.co_name == "__init__" and isinstance(f.f_locals.get("self"), nn.Module):
+                why = f"while building {type(f.f_locals['self']).__name__}"
+                break
+            f, n = f.f_back, n + 1
+        if not why:
+            return None
+    return os.path.abspath(caller.f_code.co_filename), caller.f_lineno, why
+
+
+def graph_trained(tensor, limit: int = 64) -> bool | None:
+    """Whether a backward went through ``tensor``'s graph: the saved tensors of the first node that has any are
+    freed (True), still there (False); None when no node of the first ``limit`` saves one."""
+    node = getattr(tensor, "grad_fn", None)
+    todo, seen = [node] if node is not None else [], set()
+    while todo and len(seen) < limit:
+        node = todo.pop(0)
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        for name in dir(node):
+            if name.startswith("_raw_saved_"):
+                try:
+                    getattr(node, "_saved_" + name[len("_raw_saved_"):])
+                except RuntimeError:
+                    return True
+                except Exception:
+                    continue
+                return False
+        todo += [n for n, _i in getattr(node, "next_functions", ()) if n is not None]
+    return None

@@ -363,6 +363,55 @@ def _return_line(code) -> int:
     return code.co_firstlineno
 
 
+def module_call_lines(code, owner) -> list[tuple[int, str]]:
+    """[(line, attribute)] of the calls in ``code`` (a method of ``owner``'s class, e.g. a dataset's
+    ``__getitem__``) of a module ``owner`` holds whose parameters require grad: ``self.embedding(idx)``,
+    ``self.encoder.encode(x)``.  The module is read from the instance's ``__dict__`` (no property runs): what
+    the method makes with it has grad on, unless the call runs under ``torch.no_grad()``."""
+    import ast
+    import linecache
+
+    try:
+        state = object.__getattribute__(owner, "__dict__")
+        tree = ast.parse("".join(linecache.getlines(code.co_filename)))
+    except Exception:
+        return []
+    if type(state) is not dict:
+        return []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == code.co_name and \
+                min([d.lineno for d in node.decorator_list] + [node.lineno]) == code.co_firstlineno:
+            break
+    else:
+        return []
+    self_name = node.args.args[0].arg if node.args.args else "self"
+    out: list[tuple[int, str]] = []
+
+    def visit(sub, quiet: bool) -> None:
+        if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            return
+        if isinstance(sub, ast.With) and any(
+                isinstance(i.context_expr, ast.Call) and isinstance(i.context_expr.func, (ast.Attribute, ast.Name))
+                and getattr(i.context_expr.func, "attr", getattr(i.context_expr.func, "id", "")) in
+                ("no_grad", "inference_mode") for i in sub.items):
+            quiet = True
+        if isinstance(sub, ast.Call) and not quiet:
+            target = sub.func
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Attribute):
+                target = target.value  # self.encoder.encode(x)
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and \
+                    target.value.id == self_name:
+                module = state.get(target.attr)
+                if isinstance(module, nn.Module) and any(p.requires_grad for p in module.parameters()):
+                    out.append((sub.lineno, target.attr))
+        for child in ast.iter_child_nodes(sub):
+            visit(child, quiet)
+
+    for stmt in node.body:
+        visit(stmt, False)
+    return sorted(set(out))
+
+
 def _trial_deepcopy(x, path, problems, methods=None) -> bool:
     """True when ``x``'s own ``__deepcopy__`` copies it fine (nothing under it to report)."""
     try:
