@@ -112,6 +112,23 @@ def constant_names(value: Value) -> list[str] | None:
     return name.split("|") if name else None
 
 
+_KIND_MARK = "\x00trust:"  # a guess that is not a callable's: "<mark><kind>\x00<clause>"
+
+
+def trusted(kind: str, clause: str) -> str:
+    """A guess (``Value.guess``) of another kind than a callable taken to carry its arguments'
+    history: a step of ``kind`` (analysis/confidence.py's KINDS) that ``clause`` says in words."""
+    return f"{_KIND_MARK}{kind}\x00{clause}"
+
+
+def guess_step(guess: str) -> tuple[str, str]:
+    """The kind of step a guess takes on trust, and the clause that says it."""
+    if guess.startswith(_KIND_MARK):
+        kind, _, clause = guess[len(_KIND_MARK):].partition("\x00")
+        return kind, clause
+    return "unknown-callable", f"{guess} is taken to carry its arguments' history"
+
+
 def _guess(items) -> str | None:
     """The first guess among a tuple's elements (a step on trust in any element is one in the whole)."""
     return next((v.guess for v in items or () if v.guess and v.kind >= ARG), None)
