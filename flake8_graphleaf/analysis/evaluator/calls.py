@@ -132,6 +132,12 @@ class CallSemantics:
                 result = Value(GRAPH, result.origin) if self.grad else _containers_only(result)
             if result.kind < LEAF and len(computed) < len(passed):
                 result = Value(LEAF, f"{name}(...)")
+            if result.kind >= ARG and any(p in effect.guessed and v.kind >= ARG for p, v in pairs):
+                # the history reaches the result through a callable the function was given
+                # (apply(fn, x)): what fn does is not shown there
+                given = [p for p, v in pairs if p in effect.guessed and v.kind >= ARG]
+                result = result.assumed(trusted("unknown-callable", f"{name}(...) passes '{given[0]}' through a callable "
+                                                "it is given, taken to carry its history"))
             return result
 
         # under no_grad only what the function passes on unchanged keeps its history
@@ -212,6 +218,13 @@ class CallSemantics:
                                     "but the CPU (the parameter itself is not kept)", trail=recv.trail)
             return self.computed(recv) if self._converts(node) and recv.kind != GRAPH else recv
         return self.computed(NOTHING, *sources)
+
+    def _held_callable(self, node: ast.AST) -> bool:
+        """Is this callable one held in a local name or an attribute (a parameter ``fn``,
+        ``self.detach_fn``), not a function or class the code names?"""
+        if isinstance(node, ast.Name):
+            return self.name_value(node.id) is not None
+        return isinstance(node, ast.Attribute) and self.is_self(node.value)
 
     def _requires_grad_of(self, node: ast.Call) -> Value | None:
         """``requires_grad=x.requires_grad`` (a factory that requires grad exactly when ``x``
@@ -307,6 +320,10 @@ class CallSemantics:
                 return Value(LEAF, short(node))
             return target
         if name in PASSING_BUILTINS:
+            if name == "map" and node.args and self._held_callable(node.args[0]):
+                # map(fn, xs) with fn a callable held in a name or an attribute: what it does
+                # to each item is not shown here
+                return everything.assumed(f"{short(node.args[0])}(...)")
             if name in ("list", "tuple", "dict", "set", "frozenset", "sorted", "reversed", "enumerate", "zip", "iter", "next", "map", "filter"):
                 return everything
             return self.computed(NOTHING, everything) if everything.kind > MODULE else NOTHING
