@@ -61,7 +61,7 @@ def display_path(path: str, here: str) -> str:
 
 
 def source_kind(origin: str) -> str:
-    if origin.startswith("parameter "):
+    if origin.startswith(("parameter ", "nn.Parameter(")):
         return "parameter"
     if "requires_grad=True" in origin:
         return "requires_grad"

@@ -321,6 +321,11 @@ class Walker:
         elif isinstance(target, ast.Attribute):
             if target.attr == "data":
                 return  # t.data = v swaps t's storage: t keeps no history (a Parameter stays a leaf)
+            if ev.is_self(target.value) and value.kind == GRAPH and self._only_from_own_parameter(target.attr, value_node):
+                # self.alpha = self.alpha.clamp(0, 1) where self.alpha is an nn.Parameter on the
+                # paths that give the value its history: Module.__setattr__ raises TypeError
+                # there (a Parameter's name takes only a Parameter); on the others it has none
+                value = NOTHING
             self._emit("attr", target, value, target)
             if ev.is_self(target.value):
                 ev.self_attrs[target.attr] = value.then(stmt.lineno, "", stmt, ev.code_path) if value.kind >= LEAF else value
@@ -345,6 +350,30 @@ class Walker:
                 # self.buf[0] = out: the tensor written into now has a grad_fn (CopySlices), a
                 # container now holds the graph tensor; what is computed from it later carries it
                 ev.self_attrs[base.attr] = join(ev.self_attr(base.attr), value.then(stmt.lineno, "", stmt, ev.code_path))
+
+    def _only_from_own_parameter(self, attr: str, value_node: ast.AST | None) -> bool:
+        """Does the value stored in ``self.<attr>`` get its history only from the nn.Parameter
+        that ``self.<attr>`` holds on some paths (the value computed again with the attribute
+        holding none is no graph tensor)?"""
+        ev = self.ev
+        facts = ev.facts
+        if (value_node is None or facts is None or not facts.is_module or attr not in facts.params
+                or ev.self_attr(attr).kind != LEAF):
+            return False
+        saved = ev.self_attrs.get(attr)
+        hooks = ev.on_call, ev.on_module_call, ev.fed
+        ev.on_call = ev.on_module_call = None
+        ev.fed = set(ev.fed) if ev.fed is not None else None
+        ev.self_attrs[attr] = NOTHING
+        try:
+            without = ev.eval(value_node)
+        finally:
+            ev.on_call, ev.on_module_call, ev.fed = hooks
+            if saved is None:
+                ev.self_attrs.pop(attr, None)
+            else:
+                ev.self_attrs[attr] = saved
+        return without.kind < ARG
 
     def _is_set(self, container: ast.AST) -> bool:
         """``self.<attr>`` that the class assigns a set (the only standard container with ``add``)."""
