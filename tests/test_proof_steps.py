@@ -12,7 +12,9 @@ trust (issue 36), each with a twin that stays at a lower level or is cleared, ru
   nothing: ``Module.__setattr__`` raises TypeError where the name holds an nn.Parameter (neuron.py:
   Alpha clean, Beta proven);
 - ``super().__call__`` of a class that is no module is not a module's forward (transforms.py:
-  RandTransform clean, Copying proven).
+  RandTransform clean, Copying proven);
+- a callable kept from a constructor parameter whose default builds a module (``expfunc=Fourier(3)``)
+  is that module, a submodule (basis.py: Galerkin proven; Given, default None, trusted).
 
 Judged with torch (run.py): every proven class raises on copy.deepcopy, every cleared or trusted
 one copies."""
@@ -31,9 +33,9 @@ from _cli import codes, graphleaf
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "fixtures" / "projects" / "proof_steps"
-PROVEN = ["./extractor.py:45:9: GLF003", "./neuron.py:24:9: GLF005", "./prior.py:23:9: GLF005",
-          "./run.py:19:9: GLF202", "./skew.py:33:9: GLF004", "./transforms.py:29:16: GLF201"]
-TRUSTED = {"./extractor.py:34:9: GLF003": "unknown-callable", "./prior.py:16:13: GLF005": "unknown-attribute"}
+PROVEN = ["./basis.py:24:9: GLF001", "./extractor.py:45:9: GLF003", "./neuron.py:24:9: GLF005", "./prior.py:23:9: GLF005",
+          "./run.py:20:9: GLF202", "./skew.py:33:9: GLF004", "./transforms.py:29:16: GLF201"]
+TRUSTED = {"./basis.py:35:9: GLF001": "unknown-callable", "./extractor.py:34:9: GLF003": "unknown-callable", "./prior.py:16:13: GLF005": "unknown-attribute"}
 
 
 @pytest.fixture()
@@ -79,4 +81,5 @@ def test_judged_with_torch_the_proven_classes_break_the_copy_and_the_others_do_n
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.splitlines() == [
         "Integrator copied", "Tracker raises True", "Prior copied", "Scaled raises True", "Extractor copied",
-        "Recorder raises True", "Alpha copied", "Beta raises True", "RandTransform copied", "Copying raises True"]
+        "Recorder raises True", "Alpha copied", "Beta raises True", "RandTransform copied", "Copying raises True",
+        "Galerkin raises True", "Given copied"]

@@ -333,6 +333,7 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
                     if isinstance(value, ast.Name) and method.name == "__init__":
                         if made_here is None:
                             made_here = _local_instances(method, imports, module_classes)
+                            made_here.update(_default_instances(method, imports, module_classes))
                         if value.id in made_here:
                             # norm = GlobalNorm(...) (if none was given); self.norm = norm
                             f.submodules.add(t.attr)
@@ -564,6 +565,28 @@ def _built_module(func: ast.AST, qual: str | None, imports: ImportMap, module_cl
     if qual and imports.project is not None and not is_torch_name(qual) and class_kind(imports.project, qual) == MODULE_CLASS:
         return qual
     return None
+
+
+def _default_instances(method: ast.FunctionDef, imports: ImportMap, module_classes: set[str]) -> dict[str, set[str]]:
+    """Parameters of ``__init__`` whose default builds a module (``expfunc=Fourier(5)``,
+    ``act=nn.ReLU()``): name -> qualified class names (a torch class by its own name). What
+    the class keeps of such a parameter is that module wherever no caller gives another."""
+    args = method.args
+    positional = args.posonlyargs + args.args
+    pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+    out: dict[str, set[str]] = {}
+    for arg, default in pairs:
+        if not isinstance(default, ast.Call):
+            continue
+        qual = imports.qualname(default.func)
+        built = _built_module(default.func, qual, imports, module_classes)
+        if built is None and qual and qual.startswith("torch.nn.") and "functional" not in qual \
+                and qual.rsplit(".", 1)[-1][:1].isupper():
+            built = qual
+        if built:
+            out.setdefault(arg.arg, set()).add(built)
+    return out
 
 
 def _local_instances(method: ast.FunctionDef, imports: ImportMap, module_classes: set[str]) -> dict[str, set[str]]:
