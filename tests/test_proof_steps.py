@@ -14,7 +14,9 @@ trust (issue 36), each with a twin that stays at a lower level or is cleared, ru
 - ``super().__call__`` of a class that is no module is not a module's forward (transforms.py:
   RandTransform clean, Copying proven);
 - a callable kept from a constructor parameter whose default builds a module (``expfunc=Fourier(3)``)
-  is that module, a submodule (basis.py: Galerkin proven; Given, default None, trusted).
+  is that module, a submodule (basis.py: Galerkin proven; Given, default None, trusted);
+- a store in forward under ``if save_feats:`` with ``save_feats=False`` runs only where a caller turns
+  the argument on: taken on trust (routine.py: Routine medium, Always, stored on every call, proven).
 
 Judged with torch (run.py): every proven class raises on copy.deepcopy, every cleared or trusted
 one copies."""
@@ -34,8 +36,9 @@ from _cli import codes, graphleaf
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "fixtures" / "projects" / "proof_steps"
 PROVEN = ["./basis.py:24:9: GLF001", "./extractor.py:45:9: GLF003", "./neuron.py:24:9: GLF005", "./prior.py:23:9: GLF005",
-          "./run.py:20:9: GLF202", "./skew.py:33:9: GLF004", "./transforms.py:29:16: GLF201"]
-TRUSTED = {"./basis.py:35:9: GLF001": "unknown-callable", "./extractor.py:34:9: GLF003": "unknown-callable", "./prior.py:16:13: GLF005": "unknown-attribute"}
+          "./routine.py:32:9: GLF001", "./run.py:21:9: GLF202", "./skew.py:33:9: GLF004", "./transforms.py:29:16: GLF201"]
+TRUSTED = {"./basis.py:35:9: GLF001": "unknown-callable", "./extractor.py:34:9: GLF003": "unknown-callable", "./prior.py:16:13: GLF005": "unknown-attribute",
+           "./routine.py:16:13: GLF001": "unset-argument"}
 
 
 @pytest.fixture()
@@ -59,6 +62,8 @@ def test_computed_steps_are_proven_and_the_rest_is_trusted_or_clean(project):
         assert "taken on trust" in f["message"], f["message"]
     assert "getattr(self, attr) (a name the analysis cannot compute)" in found["./prior.py:16:13: GLF005"]["message"]
     assert "apply_each(...) passes 'val' through a callable" in found["./extractor.py:34:9: GLF003"]["message"]
+    assert "'save_feats' is taken to be turned on by a caller of forward() (its default False skips the store)" \
+        in found["./routine.py:16:13: GLF001"]["message"]
     for key in PROVEN:
         assert found[key]["confidence"] == "high" and not found[key]["trust"], found[key]
     # the requires_grad source is the layer's output the factory was given, not the factory
@@ -82,4 +87,4 @@ def test_judged_with_torch_the_proven_classes_break_the_copy_and_the_others_do_n
     assert ran.stdout.splitlines() == [
         "Integrator copied", "Tracker raises True", "Prior copied", "Scaled raises True", "Extractor copied",
         "Recorder raises True", "Alpha copied", "Beta raises True", "RandTransform copied", "Copying raises True",
-        "Galerkin raises True", "Given copied"]
+        "Galerkin raises True", "Routine copied", "Always raises True", "Given copied"]

@@ -53,6 +53,7 @@ KINDS = {
     "reset-skipped": "a class used without the reset that every call of the program is followed by",
     "unset-option": "a constructor option that no construction in the project sets, taken to be set by users",
     "hook-output": "a forward hook's input or output taken to be on the graph (the model run with grad on)",
+    "unset-argument": "a store that runs only where a caller turns on an argument whose default skips it, taken to be turned on",
     "unknown-attribute": "an attribute of the object read by a name the analysis cannot compute, taken to be a parameter",
     "public-root": "a public method nothing in its class calls, taken to run with grad on as forward does",
 }

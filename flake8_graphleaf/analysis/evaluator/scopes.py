@@ -240,7 +240,7 @@ class ClassRunner:
                 grad = name == "forward"
                 if grad:
                     self._batch = join(*params.values())
-            self._run(func, params, grad)
+            self._run(func, params, grad, options=_off_by_default(func) if forward else None)
 
     def _root_params(self, func: ast.FunctionDef, forward: bool) -> dict[str, Value]:
         args = func.args
@@ -270,7 +270,10 @@ class ClassRunner:
             return Value(MODULE, a.arg)
         return NOTHING
 
-    def _run(self, func: ast.FunctionDef, params: dict[str, Value], grad: bool) -> Value:
+    def _run(self, func: ast.FunctionDef, params: dict[str, Value], grad: bool,
+             options: dict[str, str] | None = None) -> Value:
+        """Run ``func``; ``options``: for a root, its parameters whose literal default is off
+        (``save_feats=False``): a store under ``if save_feats:`` runs only where a caller turns it on."""
         self.reached.add(func.name)
         imports = self._foreign.get(id(func), self.imports)
         ev = Evaluator(imports, self.info.facts, self_name(func), self.module_classes, on_method=self._call_method)
@@ -289,6 +292,7 @@ class ClassRunner:
         sink = self._sink
         walker = Walker(ev, (lambda store: None) if imports is not self.imports else (lambda store: sink(store, func)))
         walker.eval_only = self._in_eval()
+        walker.options = options or {}
         self.stack.append(func.name)
         self._walkers.append(walker)
         try:
@@ -558,3 +562,14 @@ def bind(func: ast.FunctionDef, pos: list, kw: dict, method: bool, missing=NOTHI
             named = {a.arg for a in positional + args.kwonlyargs}
             out[args.kwarg.arg] = join(*[v for k, v in kw.items() if k not in named])
     return out
+
+
+def _off_by_default(func: ast.FunctionDef) -> dict[str, str]:
+    """The parameters of a root method whose default is a literal that is off (``False``,
+    ``None``, ``0``): name -> the default as written."""
+    args = func.args
+    positional = args.posonlyargs + args.args
+    pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+    return {a.arg: repr(d.value) for a, d in pairs
+            if isinstance(d, ast.Constant) and d.value in (False, None, 0) and not isinstance(d.value, str)}

@@ -711,6 +711,10 @@ def check(runner: ClassRunner) -> list[Finding]:
             if runner.public_root():
                 trust(f, "public-root", f"{runner.root()}(), which nothing in its class calls, is taken to run "
                                         "with grad on as forward does")
+            if store.option is not None:
+                name, default = store.option
+                trust(f, "unset-argument", f"'{name}' is taken to be turned on by a caller of {runner.root()}() "
+                                           f"(its default {default} skips the store)")
             if store.eval_only:
                 line = getattr(runner.imports, "eval_with_grad", None)
                 if line is None:
