@@ -50,16 +50,13 @@ class Store:
 
 
 def _option_test(test: ast.AST, options: dict[str, str]) -> tuple[str, str] | None:
-    """``if save_feats:`` / ``if cache is not None:`` / ``if a and save_feats:`` with
-    ``save_feats`` a root's parameter off by default: (name, its default), else None."""
+    """``if save_feats:`` / ``if a and save_feats:`` with ``save_feats`` a root's parameter off by
+    default: (name, its default), else None. (``if mask is not None:`` is not one: an optional
+    tensor, which callers pass as data, not a switch.)"""
     if not options:
         return None
     if isinstance(test, ast.Name) and test.id in options:
         return test.id, options[test.id]
-    if (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.IsNot)
-            and isinstance(test.left, ast.Name) and test.left.id in options and options[test.left.id] == "None"
-            and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None):
-        return test.left.id, options[test.left.id]
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
         return next((o for o in (_option_test(v, options) for v in test.values) if o is not None), None)
     return None
