@@ -301,10 +301,13 @@ class CallSemantics:
                 names = constant_names(pos[1])
                 if names:  # for attr in ["n_range", "cos_powers"]: getattr(self, attr)
                     return join(*(self.self_attr(n) for n in names))
-                if self.facts is not None and registered_kind(self.facts, lit) == "buffer":
+                registered = registered_kind(self.facts, lit) if self.facts is not None else None
+                if registered == "buffer":
                     return NOTHING  # getattr(self, f"channel_combinations_{i}"): buffers it registered so
                 if not (self.facts and self.facts.is_module):
                     return NOTHING
+                if registered == "parameter":  # getattr(self, name + "_raw") after register_parameter(name + "_raw", ...)
+                    return Value(LEAF, f"parameter getattr({self.self_name}, {_clip(ast.unparse(lit))})")
                 # an attribute read by a name the program does not give here: taken to be a
                 # parameter (a step on trust; the name may be a buffer's, a property's, data's)
                 return Value(LEAF, short(node), guess=trusted(

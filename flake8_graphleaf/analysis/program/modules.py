@@ -45,6 +45,8 @@ class ClassFacts:
         # the constant start of names registered by computed name (``register_buffer(f'biases_{i}', ...)``):
         # prefix -> 'buffer' or 'parameter' (both, when the class registers both under it)
         self.registered_prefixes: dict[str, str] = {}
+        # the computed names themselves, as written (``name + "_raw"``): ast.dump -> the same kinds
+        self.registered_names: dict[str, str] = {}
         self.submodules: set[str] = set()
         self.functional: set[str] = set()  # attributes holding plain callables
         self.plain: set[str] = set()  # attributes assigned other known non-tensor values
@@ -246,6 +248,8 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
         f.frozen |= base.frozen
         for k, v in base.registered_prefixes.items():
             f.registered_prefixes.setdefault(k, v)
+        for k, v in base.registered_names.items():
+            f.registered_names.setdefault(k, v)
         f.buffers |= base.buffers
         f.submodules |= base.submodules
         f.functional |= base.functional
@@ -302,6 +306,11 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
                         kind = "buffer" if node.func.attr == "register_buffer" else "parameter"
                         if f.registered_prefixes.setdefault(prefix, kind) != kind:
                             f.registered_prefixes[prefix] = "both"
+                    if not isinstance(first, ast.Constant) and node.func.attr in ("register_buffer", "register_parameter"):
+                        kind = "buffer" if node.func.attr == "register_buffer" else "parameter"
+                        written = ast.dump(first)
+                        if f.registered_names.setdefault(written, kind) != kind:
+                            f.registered_names[written] = "both"
                     if isinstance(first, ast.Constant) and isinstance(first.value, str):
                         if node.func.attr == "register_buffer":
                             f.buffers.add(first.value)
@@ -389,6 +398,9 @@ def _constant_prefix(node: ast.AST) -> str:
 def registered_kind(facts: ClassFacts, name: ast.AST) -> str | None:
     """'buffer' / 'parameter' / 'both' when ``name`` (a computed attribute name) starts like the
     names the class registers by computed name, else None."""
+    written = facts.registered_names.get(ast.dump(name))
+    if written is not None:
+        return written  # getattr(self, name + "_raw") after register_parameter(name + "_raw", ...)
     prefix = _constant_prefix(name)
     if not prefix:
         return None
