@@ -16,7 +16,10 @@ trust (issue 36), each with a twin that stays at a lower level or is cleared, ru
 - a callable kept from a constructor parameter whose default builds a module (``expfunc=Fourier(3)``)
   is that module, a submodule (basis.py: Galerkin proven; Given, default None, trusted);
 - a store in forward under ``if save_feats:`` with ``save_feats=False`` runs only where a caller turns
-  the argument on: taken on trust (routine.py: Routine medium, Always, stored on every call, proven).
+  the argument on: taken on trust (routine.py: Routine medium, Always, stored on every call, proven);
+- a call site that passes a graph tensor proves a forward argument only where forward, run with that
+  call's values (string constants decide ``mode == "norm"``), makes the store with it (revin.py: Model
+  passes one only in "denorm" mode, the store is under "norm": medium; Chained: proven).
 
 Judged with torch (run.py): every proven class raises on copy.deepcopy, every cleared or trusted
 one copies."""
@@ -36,9 +39,9 @@ from _cli import codes, graphleaf
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "fixtures" / "projects" / "proof_steps"
 PROVEN = ["./basis.py:24:9: GLF001", "./extractor.py:45:9: GLF003", "./neuron.py:24:9: GLF005", "./prior.py:23:9: GLF005",
-          "./routine.py:32:9: GLF001", "./run.py:21:9: GLF202", "./skew.py:33:9: GLF004", "./transforms.py:29:16: GLF201"]
+          "./revin.py:42:13: GLF001", "./routine.py:32:9: GLF001", "./run.py:22:9: GLF202", "./skew.py:33:9: GLF004", "./transforms.py:29:16: GLF201"]
 TRUSTED = {"./basis.py:35:9: GLF001": "unknown-callable", "./extractor.py:34:9: GLF003": "unknown-callable", "./prior.py:16:13: GLF005": "unknown-attribute",
-           "./routine.py:16:13: GLF001": "unset-argument"}
+           "./revin.py:16:13: GLF001": "argument-fed", "./routine.py:16:13: GLF001": "unset-argument"}
 
 
 @pytest.fixture()
@@ -69,6 +72,8 @@ def test_computed_steps_are_proven_and_the_rest_is_trusted_or_clean(project):
     # the requires_grad source is the layer's output the factory was given, not the factory
     assert found["./skew.py:33:9: GLF004"]["witness"]["source"].startswith("self.scale(...)")
     assert found["./neuron.py:24:9: GLF005"]["witness"]["source_kind"] == "parameter"
+    assert "given a graph tensor where a module of the project calls Stats" in \
+        found["./revin.py:42:13: GLF001"]["witness"]["source"]
 
 
 def test_flake8_reports_the_same(project):
@@ -87,4 +92,5 @@ def test_judged_with_torch_the_proven_classes_break_the_copy_and_the_others_do_n
     assert ran.stdout.splitlines() == [
         "Integrator copied", "Tracker raises True", "Prior copied", "Scaled raises True", "Extractor copied",
         "Recorder raises True", "Alpha copied", "Beta raises True", "RandTransform copied", "Copying raises True",
-        "Galerkin raises True", "Routine copied", "Always raises True", "Given copied"]
+        "Galerkin raises True", "Routine copied", "Always raises True", "Model copied", "Chained raises True",
+        "Given copied"]

@@ -134,6 +134,18 @@ def _guess(items) -> str | None:
     return next((v.guess for v in items or () if v.guess and v.kind >= ARG), None)
 
 
+def _constants(values) -> Value:
+    """Paths that each hold no history: the string constants they may hold (``"a"`` on one path,
+    ``"b"`` on another: ``"a|b"``), or NOTHING where one path holds something else."""
+    names: list[str] = []
+    for v in values:
+        held = constant_names(v)
+        if held is None:
+            return NOTHING
+        names += [n for n in held if n not in names]
+    return name_constant("|".join(names))
+
+
 def join(*values: Value) -> Value:
     if len(values) == 1:
         return values[0]  # one path: nothing to forget (a call's one result keeps its tuple's items)
@@ -141,6 +153,8 @@ def join(*values: Value) -> Value:
     for v in values:
         if v.kind > best.kind:
             best = v
+    if best.kind == NONE and best.origin.startswith(_NAME_MARK):
+        return _constants(values)
     if best.items is not None:
         # a join of paths forgets the tuple's shape, not a guess an element was taken on
         return Value(best.kind, best.origin, trail=best.trail, guess=best.guess or _guess(best.items))
@@ -156,6 +170,8 @@ def merge_paths(values: "list[Value]") -> Value:
     for v in values[1:]:
         if v.kind > best.kind:
             best = v
+    if best.kind == NONE and best.origin.startswith(_NAME_MARK) and len(values) > 1:
+        return _constants(values)
     if all(v.keys is not None for v in values) and any(v is not values[0] for v in values):
         keys: dict[str, Value] = {}
         for v in values:
