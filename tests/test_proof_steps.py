@@ -19,7 +19,9 @@ trust (issue 36), each with a twin that stays at a lower level or is cleared, ru
   the argument on: taken on trust (routine.py: Routine medium, Always, stored on every call, proven);
 - a call site that passes a graph tensor proves a forward argument only where forward, run with that
   call's values (string constants decide ``mode == "norm"``), makes the store with it (revin.py: Model
-  passes one only in "denorm" mode, the store is under "norm": medium; Chained: proven).
+  passes one only in "denorm" mode, the store is under "norm": medium; Chained: proven);
+- a class whose constructor reads a name nothing binds is never built: its forward's store is not
+  reported (action.py: TwoHot; OneHot, which takes the name as a parameter, proven).
 
 Judged with torch (run.py): every proven class raises on copy.deepcopy, every cleared or trusted
 one copies."""
@@ -38,8 +40,8 @@ from _cli import codes, graphleaf
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "fixtures" / "projects" / "proof_steps"
-PROVEN = ["./basis.py:24:9: GLF001", "./extractor.py:45:9: GLF003", "./neuron.py:24:9: GLF005", "./prior.py:23:9: GLF005",
-          "./revin.py:42:13: GLF001", "./routine.py:32:9: GLF001", "./run.py:22:9: GLF202", "./skew.py:33:9: GLF004", "./transforms.py:29:16: GLF201"]
+PROVEN = ["./action.py:29:9: GLF001", "./basis.py:24:9: GLF001", "./extractor.py:45:9: GLF003", "./neuron.py:24:9: GLF005", "./prior.py:23:9: GLF005",
+          "./revin.py:42:13: GLF001", "./routine.py:32:9: GLF001", "./run.py:23:9: GLF202", "./skew.py:33:9: GLF004", "./transforms.py:29:16: GLF201"]
 TRUSTED = {"./basis.py:35:9: GLF001": "unknown-callable", "./extractor.py:34:9: GLF003": "unknown-callable", "./prior.py:16:13: GLF005": "unknown-attribute",
            "./revin.py:16:13: GLF001": "argument-fed", "./routine.py:16:13: GLF001": "unset-argument"}
 
@@ -93,4 +95,4 @@ def test_judged_with_torch_the_proven_classes_break_the_copy_and_the_others_do_n
         "Integrator copied", "Tracker raises True", "Prior copied", "Scaled raises True", "Extractor copied",
         "Recorder raises True", "Alpha copied", "Beta raises True", "RandTransform copied", "Copying raises True",
         "Galerkin raises True", "Routine copied", "Always raises True", "Model copied", "Chained raises True",
-        "Given copied"]
+        "OneHot raises True", "Given copied", "TwoHot never built: name 'out_size' is not defined"]
