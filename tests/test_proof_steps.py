@@ -16,7 +16,8 @@ trust (issue 36), each with a twin that stays at a lower level or is cleared, ru
 - a callable kept from a constructor parameter whose default builds a module (``expfunc=Fourier(3)``)
   is that module, a submodule (basis.py: Galerkin proven; Given, default None, trusted);
 - a store in forward under ``if save_feats:`` with ``save_feats=False`` runs only where a caller turns
-  the argument on: taken on trust (routine.py: Routine medium, Always, stored on every call, proven);
+  the argument on: taken on trust; a call of forward that leaves it at its default (the class's own
+  training step) does not run it (routine.py: Routine medium, Always, stored on every call, proven);
 - a call site that passes a graph tensor proves a forward argument only where forward, run with that
   call's values (string constants decide ``mode == "norm"``), makes the store with it (revin.py: Model
   passes one only in "denorm" mode, the store is under "norm": medium; Chained: proven);
@@ -41,7 +42,7 @@ from _cli import codes, graphleaf
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "fixtures" / "projects" / "proof_steps"
 PROVEN = ["./action.py:29:9: GLF001", "./basis.py:24:9: GLF001", "./extractor.py:45:9: GLF003", "./neuron.py:24:9: GLF005", "./prior.py:23:9: GLF005",
-          "./revin.py:42:13: GLF001", "./routine.py:32:9: GLF001", "./run.py:23:9: GLF202", "./skew.py:33:9: GLF004", "./transforms.py:29:16: GLF201"]
+          "./revin.py:42:13: GLF001", "./routine.py:35:9: GLF001", "./run.py:23:9: GLF202", "./skew.py:33:9: GLF004", "./transforms.py:29:16: GLF201"]
 TRUSTED = {"./basis.py:35:9: GLF001": "unknown-callable", "./extractor.py:34:9: GLF003": "unknown-callable", "./prior.py:16:13: GLF005": "unknown-attribute",
            "./revin.py:16:13: GLF001": "argument-fed", "./routine.py:16:13: GLF001": "unset-argument"}
 

@@ -101,6 +101,7 @@ class Walker:
         self._stop = False  # the path walked returned (a side taken for a known mode): nothing after it runs
         self.options: dict[str, str] = {}  # a root's parameters off by default (name -> the default)
         self.option: tuple[str, str] | None = None  # inside ``if <one of them>:``
+        self.unpassed: dict[str, str] = {}  # parameters a call leaves at a default that is off
 
     def on_store(self, store: Store) -> None:
         # a method, not a closure kept on the walker: no reference cycle, so a run's objects
@@ -246,6 +247,9 @@ class Walker:
             trains, evals = (stmt.body, stmt.orelse) if training else (stmt.orelse, stmt.body)
             if trains and isinstance(trains[-1], (ast.Return, ast.Raise)) and not evals:
                 self._eval_after = True  # training returns here: what follows is eval mode's
+            return
+        if _option_test(stmt.test, self.unpassed) is not None:
+            self.block(stmt.orelse)  # if save_feats: ... in a call that leaves save_feats=False
             return
         guard = grad_guard(stmt.test, self.ev.imports)  # if torch.is_grad_enabled(): ... else: (no grad)
         if guard is not None:

@@ -1087,6 +1087,7 @@ def _site_makes(runner: ClassRunner, func: ast.FunctionDef, pos, kw, store: Find
         if got.node.lineno == store.line and got.node.col_offset == store.col and got.value.kind == GRAPH:
             made.append(got)
 
+    runner._skip = set()  # the methods a root run reached before are run again here, with these values
     try:
         runner.run_with(func, list(pos), dict(kw), sink, grad=True)
     finally:
