@@ -91,10 +91,11 @@ def _judge_function(definition: Definition, depth: int) -> Effect | None:
     if base.kind == LEAF:
         return Effect(leaf=True, params=tuple(positional), keyword_only=tuple(keyword_only))
     guessed: list[str] = []
+    given = {f"{p}(...)" for p in names}  # a call of a callable the function is given (fn(val), map(fn, val))
 
     def judged(n: str) -> Value:
         v = run(n)
-        if v.kind >= ARG and (v.guess or any(i.guess and i.kind >= ARG for i in v.items or ())):
+        if v.kind >= ARG and (v.guess in given or any(i.guess in given and i.kind >= ARG for i in v.items or ())):
             guessed.append(n)
         return v
 
