@@ -590,5 +590,8 @@ def _unpassed_off(func: ast.FunctionDef, pos: list, kw: dict) -> dict[str, str]:
     if self_name(func) is not None:
         positional = positional[1:]
     passed = set(positional[:len(pos)]) | set(kw)
-    rebound = {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))}
+    rebound = getattr(func, "_graphleaf_rebound", None)
+    if rebound is None:  # remembered on the function: one walk, however many calls
+        rebound = func._graphleaf_rebound = frozenset(
+            n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)))
     return {k: v for k, v in off.items() if k not in passed and k not in rebound}

@@ -52,23 +52,40 @@ def _bound(node: ast.AST) -> set[str]:
     return out
 
 
-def _module_names(tree: ast.Module) -> set[str] | None:
-    """The names the module binds at its top level (or that a function of it declares global);
-    None when the module's namespace cannot be known (a star import, ``globals()``, ``exec``)."""
+def _top_names(tree: ast.Module) -> set[str]:
+    """The names the module's top-level statements bind (remembered on the tree)."""
+    cached = getattr(tree, "_graphleaf_top_names", None)
+    if cached is not None:
+        return cached
     out: set[str] = set()
-    for n in ast.walk(tree):
-        if isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names):
-            return None
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("globals", "exec", "vars",
-                                                                                         "locals", "eval"):
-            return None
-        if isinstance(n, ast.Global):
-            out.update(n.names)
     for stmt in tree.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             out.add(stmt.name)
             continue
         out |= _bound(stmt)
+    tree._graphleaf_top_names = out
+    return out
+
+
+def _open_namespace(tree: ast.Module) -> set[str] | None:
+    """The names functions of the module declare global; None when the module's namespace cannot
+    be known (a star import, ``globals()``, ``exec``). A walk of the whole file, asked only when
+    a constructor reads a name the top level does not bind (remembered on the tree)."""
+    cached = getattr(tree, "_graphleaf_open_namespace", False)
+    if cached is not False:
+        return cached
+    out: set[str] | None = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names):
+            out = None
+            break
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("globals", "exec", "vars",
+                                                                                         "locals", "eval"):
+            out = None
+            break
+        if isinstance(n, ast.Global):
+            out.update(n.names)
+    tree._graphleaf_open_namespace = out
     return out
 
 
@@ -94,17 +111,25 @@ def unbound_in_constructor(tree: ast.Module, cls: ast.ClassDef) -> ast.Name | No
                  and s.name == "__init__"), None)
     if init is None:
         return None
-    module = _module_names(tree)
-    if module is None:
-        return None
-    local = _bound(init) - {init.name}
+    a = init.args
+    params = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs + [v for v in (a.vararg, a.kwarg) if v]}
+    local: set[str] | None = None  # what __init__ binds: walked only for a name nothing else binds
     for stmt in init.body:
         if not isinstance(stmt, _SIMPLE):
             if isinstance(stmt, (ast.Pass, ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal)):
                 continue
             return None  # a compound statement, a raise, a del: what follows may not run, or be bound there
         for name in _reads(stmt):
-            if name.id not in local and name.id not in module and name.id not in _BUILTINS:
+            if name.id in params or name.id in _BUILTINS or name.id in _top_names(tree):
+                continue
+            if local is None:
+                local = _bound(init) - {init.name}
+            if name.id in local:
+                continue
+            declared = _open_namespace(tree)
+            if declared is None:
+                return None
+            if name.id not in declared:
                 return name
         if isinstance(stmt, ast.Return):
             return None
