@@ -53,6 +53,8 @@ KINDS = {
     "reset-skipped": "a class used without the reset that every call of the program is followed by",
     "unset-option": "a constructor option that no construction in the project sets, taken to be set by users",
     "hook-output": "a forward hook's input or output taken to be on the graph (the model run with grad on)",
+    "unset-argument": "a store that runs only where a caller turns on an argument whose default skips it, taken to be turned on",
+    "unknown-attribute": "an attribute of the object read by a name the analysis cannot compute, taken to be a parameter",
     "public-root": "a public method nothing in its class calls, taken to run with grad on as forward does",
 }
 
@@ -97,7 +99,7 @@ def note_assumed(f: Finding) -> Finding:
     witness.make) is a step on trust; noted before the rules that weigh findings against each
     other (the copy sites, the copy graph) look at them."""
     if not f.trust and f.witness is not None and f.witness.get("assumed"):
-        trust(f, "unknown-callable", f.witness["assumed"])
+        trust(f, f.witness.get("assumed_kind", "unknown-callable"), f.witness["assumed"])
     return f
 
 
@@ -120,6 +122,8 @@ def settle(f: Finding, calibration: dict | None = None) -> Finding:
         f.message = f"{f.message} [{level} confidence: taken on trust: {said}]"
         f.data["trust_said"] = True
     f.confidence = level
+    if f.witness is not None:
+        f.witness.pop("assumed_kind", None)
     if f.witness is not None and f.trust:
         f.witness["assumed"] = "; ".join(t["text"] for t in f.trust)
     return f

@@ -19,6 +19,7 @@ from .program.grad_mode import eval_call_with_grad
 from .program.imports import ImportMap
 from .program.project_view import ParsedModule, ProjectView
 from .program.modules import collect_classes
+from .program.never_built import unbound_in_constructor
 from . import confidence
 from .rules import cleared_after_use, construction, copy_graph, deepcopy_calls, forward_stores, function_roots, hooks, legacy_norm, process_boundary, pruning
 from .evaluator.scopes import ClassRunner
@@ -108,6 +109,8 @@ def analyze_file(tree: ast.AST, source: str | None = None, options: Options | No
     for info in classes.values():
         if not info.facts.is_module:
             continue
+        if unbound_in_constructor(tree, info.node) is not None:
+            continue  # every construction raises NameError: no object of the class ever runs
         runner = runners[info.node.name] = ClassRunner(info, imports, module_classes, calls)
         findings += forward_stores.check(runner)
         findings += construction.check(runner)

@@ -112,9 +112,38 @@ def constant_names(value: Value) -> list[str] | None:
     return name.split("|") if name else None
 
 
+_KIND_MARK = "\x00trust:"  # a guess that is not a callable's: "<mark><kind>\x00<clause>"
+
+
+def trusted(kind: str, clause: str) -> str:
+    """A guess (``Value.guess``) of another kind than a callable taken to carry its arguments'
+    history: a step of ``kind`` (analysis/confidence.py's KINDS) that ``clause`` says in words."""
+    return f"{_KIND_MARK}{kind}\x00{clause}"
+
+
+def guess_step(guess: str) -> tuple[str, str]:
+    """The kind of step a guess takes on trust, and the clause that says it."""
+    if guess.startswith(_KIND_MARK):
+        kind, _, clause = guess[len(_KIND_MARK):].partition("\x00")
+        return kind, clause
+    return "unknown-callable", f"{guess} is taken to carry its arguments' history"
+
+
 def _guess(items) -> str | None:
     """The first guess among a tuple's elements (a step on trust in any element is one in the whole)."""
     return next((v.guess for v in items or () if v.guess and v.kind >= ARG), None)
+
+
+def _constants(values) -> Value:
+    """Paths that each hold no history: the string constants they may hold (``"a"`` on one path,
+    ``"b"`` on another: ``"a|b"``), or NOTHING where one path holds something else."""
+    names: list[str] = []
+    for v in values:
+        held = constant_names(v)
+        if held is None:
+            return NOTHING
+        names += [n for n in held if n not in names]
+    return name_constant("|".join(names))
 
 
 def join(*values: Value) -> Value:
@@ -124,6 +153,8 @@ def join(*values: Value) -> Value:
     for v in values:
         if v.kind > best.kind:
             best = v
+    if best.kind == NONE and best.origin.startswith(_NAME_MARK):
+        return _constants(values)
     if best.items is not None:
         # a join of paths forgets the tuple's shape, not a guess an element was taken on
         return Value(best.kind, best.origin, trail=best.trail, guess=best.guess or _guess(best.items))
@@ -139,6 +170,8 @@ def merge_paths(values: "list[Value]") -> Value:
     for v in values[1:]:
         if v.kind > best.kind:
             best = v
+    if best.kind == NONE and best.origin.startswith(_NAME_MARK) and len(values) > 1:
+        return _constants(values)
     if all(v.keys is not None for v in values) and any(v is not values[0] for v in values):
         keys: dict[str, Value] = {}
         for v in values:

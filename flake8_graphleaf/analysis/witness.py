@@ -31,6 +31,8 @@ from __future__ import annotations
 import ast
 import os
 
+from .values import guess_step
+
 _MAX_CODE = 80
 _MAX_QUOTE = 100
 
@@ -59,7 +61,7 @@ def display_path(path: str, here: str) -> str:
 
 
 def source_kind(origin: str) -> str:
-    if origin.startswith("parameter "):
+    if origin.startswith(("parameter ", "nn.Parameter(")):
         return "parameter"
     if "requires_grad=True" in origin:
         return "requires_grad"
@@ -144,7 +146,9 @@ def make(value, store_node: ast.AST, store_stmt: ast.AST | None, reached: str, g
     if any(paths):
         out["step_paths"] = paths  # the file of each step in another file than the finding's (SARIF's locations)
     if getattr(value, "guess", None):
-        out["assumed"] = f"{value.guess} is taken to carry its arguments' history"
+        kind, out["assumed"] = guess_step(value.guess)
+        if kind != "unknown-callable":
+            out["assumed_kind"] = kind  # read (and dropped) by confidence.note_assumed / settle
     return out
 
 

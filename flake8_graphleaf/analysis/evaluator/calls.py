@@ -23,7 +23,7 @@ from ..facts.torch_names import (
     int_dtype,
     looks_like_parameter,
 )
-from ..values import _guess, CLASS_PREFIX, ARG, GRAPH, LEAF, MODULE, NOTHING, Value, _containers_only, _is_true, constant_names, join, short
+from ..values import _guess, CLASS_PREFIX, ARG, GRAPH, LEAF, MODULE, NONE, NOTHING, Value, _containers_only, _is_true, constant_names, join, short, trusted
 from ..facts.torch_names import STDLIB_NO_HISTORY, is_torch_name
 
 
@@ -132,6 +132,12 @@ class CallSemantics:
                 result = Value(GRAPH, result.origin) if self.grad else _containers_only(result)
             if result.kind < LEAF and len(computed) < len(passed):
                 result = Value(LEAF, f"{name}(...)")
+            if result.kind >= ARG and any(p in effect.guessed and v.kind >= ARG for p, v in pairs):
+                # the history reaches the result through a callable the function was given
+                # (apply(fn, x)): what fn does is not shown there
+                given = [p for p, v in pairs if p in effect.guessed and v.kind >= ARG]
+                result = result.assumed(trusted("unknown-callable", f"{name}(...) passes '{given[0]}' through a callable "
+                                                "it is given, taken to carry its history"))
             return result
 
         # under no_grad only what the function passes on unchanged keeps its history
@@ -175,7 +181,12 @@ class CallSemantics:
         """What a call of a torch callable gives, from the table (:mod:`..facts.torch_facts`): only the
         arguments whose history torch carries into the result count (``x.expand_as(y)``: x's)."""
         if op.makes_leaf == "keyword" and _is_true(node, "requires_grad"):
-            return Value(LEAF, f"{what}(..., requires_grad=True)")
+            given = self._requires_grad_of(node)  # requires_grad=x.requires_grad: computed from x
+            if given is None:
+                return Value(LEAF, f"{what}(..., requires_grad=True)")
+            if given.kind != NONE:
+                return given
+            # x does not require grad (x.detach(), data): an ordinary factory
         if op.create_graph is not None and _is_true(node, "create_graph"):
             # gradients built with create_graph=True are on the graph (a gradient penalty)
             return self.module_call(f"{what}(..., create_graph=True)", pos, kw)
@@ -207,6 +218,32 @@ class CallSemantics:
                                     "but the CPU (the parameter itself is not kept)", trail=recv.trail)
             return self.computed(recv) if self._converts(node) and recv.kind != GRAPH else recv
         return self.computed(NOTHING, *sources)
+
+    def _held_callable(self, node: ast.AST) -> bool:
+        """Is this callable one held in a local name or an attribute (a parameter ``fn``,
+        ``self.detach_fn``), not a function or class the code names?"""
+        if isinstance(node, ast.Name):
+            return self.name_value(node.id) is not None
+        return isinstance(node, ast.Attribute) and self.is_self(node.value)
+
+    def _requires_grad_of(self, node: ast.Call) -> Value | None:
+        """``requires_grad=x.requires_grad`` (a factory that requires grad exactly when ``x``
+        does): what the program computes for ``x`` (a parameter or a graph tensor: it requires
+        grad; an argument: it may; ``x.detach()``, data: it does not), as the result's value.
+        None: the keyword is not read from a tensor's attribute (a literal, a flag)."""
+        given = next((k.value for k in node.keywords if k.arg == "requires_grad"), None)
+        if not (isinstance(given, ast.Attribute) and given.attr == "requires_grad"):
+            return None
+        source = self.eval(given.value)
+        if source.kind == MODULE:
+            return None  # not a tensor the program shows
+        if source.kind == ARG:
+            # an argument: the result requires grad where the caller passes one that does (what
+            # a function's summary records as passed on; a detached argument gives none)
+            return Value(ARG, source.origin, trail=source.trail, guess=source.guess)
+        if source.kind >= LEAF:
+            return Value(LEAF, f"a tensor made with requires_grad={short(given)} ({short(given.value)} requires grad)")
+        return NOTHING
 
     def _converts(self, node: ast.Call) -> bool:
         """Does this call of an alias method change the dtype (a literal other than the default,
@@ -264,9 +301,17 @@ class CallSemantics:
                 names = constant_names(pos[1])
                 if names:  # for attr in ["n_range", "cos_powers"]: getattr(self, attr)
                     return join(*(self.self_attr(n) for n in names))
-                if self.facts is not None and registered_kind(self.facts, lit) == "buffer":
+                registered = registered_kind(self.facts, lit) if self.facts is not None else None
+                if registered == "buffer":
                     return NOTHING  # getattr(self, f"channel_combinations_{i}"): buffers it registered so
-                return Value(LEAF, short(node)) if self.facts and self.facts.is_module else NOTHING
+                if not (self.facts and self.facts.is_module):
+                    return NOTHING
+                if registered == "parameter":  # getattr(self, name + "_raw") after register_parameter(name + "_raw", ...)
+                    return Value(LEAF, f"parameter getattr({self.self_name}, {_clip(ast.unparse(lit))})")
+                # an attribute read by a name the program does not give here: taken to be a
+                # parameter (a step on trust; the name may be a buffer's, a property's, data's)
+                return Value(LEAF, short(node), guess=trusted(
+                    "unknown-attribute", f"getattr({self.self_name}, {_clip(ast.unparse(lit))}) (a name the analysis cannot compute) is taken to be a parameter"))
             if target.kind == MODULE:
                 lit = node.args[1] if len(node.args) > 1 else None
                 if isinstance(lit, ast.Constant) and isinstance(lit.value, str) and not looks_like_parameter(lit.value):
@@ -278,6 +323,10 @@ class CallSemantics:
                 return Value(LEAF, short(node))
             return target
         if name in PASSING_BUILTINS:
+            if name == "map" and node.args and self._held_callable(node.args[0]):
+                # map(fn, xs) with fn a callable held in a name or an attribute: what it does
+                # to each item is not shown here
+                return everything.assumed(f"{short(node.args[0])}(...)")
             if name in ("list", "tuple", "dict", "set", "frozenset", "sorted", "reversed", "enumerate", "zip", "iter", "next", "map", "filter"):
                 return everything
             return self.computed(NOTHING, everything) if everything.kind > MODULE else NOTHING
@@ -300,9 +349,12 @@ class CallSemantics:
                 result = self.on_super("forward" if meth == "__call__" else meth, pos, kw, self.grad)
                 if result is not None:
                     return result
-            if meth in ("forward", "__call__"):
+            if meth in ("forward", "__call__") and (self.facts is None or self.facts.is_module):
                 return self.module_call("super().forward(...)", pos, kw)
-            return everything if self.grad else _containers_only(everything)
+            # a base's method the analysis cannot see (of a class that is no module, its
+            # __call__ too: a transform's, a wrapper's): taken to carry its arguments' history
+            result = everything if self.grad else _containers_only(everything)
+            return result.assumed(f"super().{meth}(...)") if meth in ("forward", "__call__") else result
         if self.is_self(recv_node):
             return self._self_call(node, meth, pos, kw, everything)
         if (self.on_helper is not None and self.facts is not None and isinstance(recv_node, ast.Attribute)
@@ -460,6 +512,10 @@ def is_cached_property(func: ast.FunctionDef) -> bool:
     """``@functools.cached_property``: the first read stores the result on the object."""
     return any((d.attr if isinstance(d, ast.Attribute) else getattr(d, "id", "")) == "cached_property"
                for d in func.decorator_list)
+
+
+def _clip(text: str, most: int = 40) -> str:
+    return text if len(text) <= most else text[: most - 3] + "..."
 
 
 def _moves_new_parameter(node: ast.Call, imports) -> bool:

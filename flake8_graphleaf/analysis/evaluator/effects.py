@@ -37,6 +37,9 @@ class Effect:
     kept_items: tuple[tuple[str, ...], ...] | None = None
     params: tuple[str, ...] = ()  # positional parameter names, in order
     keyword_only: tuple[str, ...] = ()
+    # the parameters whose history reaches the result only through a callable the function
+    # does not know (``fn(val)`` with ``fn`` a parameter): a step on trust at the call site
+    guessed: tuple[str, ...] = ()
 
 
 NO_HISTORY = Effect()
@@ -87,10 +90,19 @@ def _judge_function(definition: Definition, depth: int) -> Effect | None:
         return Effect(graph=True, params=tuple(positional), keyword_only=tuple(keyword_only))
     if base.kind == LEAF:
         return Effect(leaf=True, params=tuple(positional), keyword_only=tuple(keyword_only))
-    passes, kept = _per_parameter(names, base, run, ARG)
+    guessed: list[str] = []
+    given = {f"{p}(...)" for p in names}  # a call of a callable the function is given (fn(val), map(fn, val))
+
+    def judged(n: str) -> Value:
+        v = run(n)
+        if v.kind >= ARG and (v.guess in given or any(i.guess in given and i.kind >= ARG for i in v.items or ())):
+            guessed.append(n)
+        return v
+
+    passes, kept = _per_parameter(names, base, judged, ARG)
     kept_names, kept_items = _per_parameter(names, base, lambda n: run(n, with_grad=False), GRAPH)
     return Effect(passes=tuple(passes[0]), params=tuple(positional), keyword_only=tuple(keyword_only),
-                  items=kept, kept=tuple(kept_names[0]), kept_items=kept_items)
+                  items=kept, kept=tuple(kept_names[0]), kept_items=kept_items, guessed=tuple(guessed))
 
 
 def _per_parameter(names, base: Value, run, kind: int):

@@ -43,7 +43,23 @@ class Store:
     stmt: ast.AST | None = None  # the statement that stores (its code is the witness's last step)
     # the store runs only in eval mode (``if not self.training:``, the else of ``if self.training:``)
     eval_only: bool = False
+    # the store runs only where a caller turns on a parameter of the root method whose default is
+    # off (``if save_feats:`` with ``save_feats=False``): (name, the default as written)
+    option: tuple[str, str] | None = None
     target: ast.AST | None = None  # attr: the target (``a.b.c``); container: the container (``a.b``)
+
+
+def _option_test(test: ast.AST, options: dict[str, str]) -> tuple[str, str] | None:
+    """``if save_feats:`` / ``if a and save_feats:`` with ``save_feats`` a root's parameter off by
+    default: (name, its default), else None. (``if mask is not None:`` is not one: an optional
+    tensor, which callers pass as data, not a switch.)"""
+    if not options:
+        return None
+    if isinstance(test, ast.Name) and test.id in options:
+        return test.id, options[test.id]
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return next((o for o in (_option_test(v, options) for v in test.values) if o is not None), None)
+    return None
 
 
 def through_untracked(node: ast.AST) -> bool:
@@ -83,12 +99,17 @@ class Walker:
         self.eval_only = False  # inside a branch that runs only in eval mode (the stores say so)
         self._eval_after = False  # the statements after this one run only in eval mode
         self._stop = False  # the path walked returned (a side taken for a known mode): nothing after it runs
+        self.options: dict[str, str] = {}  # a root's parameters off by default (name -> the default)
+        self.option: tuple[str, str] | None = None  # inside ``if <one of them>:``
+        self.unpassed: dict[str, str] = {}  # parameters a call leaves at a default that is off
 
     def on_store(self, store: Store) -> None:
         # a method, not a closure kept on the walker: no reference cycle, so a run's objects
         # (and the trees they point to) are freed as soon as it ends, without the collector
         if self.eval_only:
             store.eval_only = True
+        if self.option is not None and store.option is None:
+            store.option = self.option
         self.take(store)
 
     def take(self, store: Store) -> None:
@@ -122,12 +143,14 @@ class Walker:
             self.eval_only = saved
 
     def _branches(self, *bodies: list[ast.stmt], not_tensor: tuple[int, str] | None = None,
-                  grads: tuple | None = None, eval_branch: int | None = None) -> None:
+                  grads: tuple | None = None, eval_branch: int | None = None,
+                  option: tuple[str, str] | None = None) -> None:
         """Run bodies as alternatives; afterwards a name holds what any path left in it.
         ``not_tensor``: (branch, name) where the name is known not to hold a tensor. ``grads``:
         each body's grad mode where its test fixes it (``if torch.is_grad_enabled():``), None
         where it does not; a body that needs grad on where it is off never runs. ``eval_branch``:
-        the body that runs only in eval mode (its stores say so)."""
+        the body that runs only in eval mode (its stores say so). ``option``: the first body runs
+        only where a caller turns on this parameter of the root, off by default (its stores say so)."""
         ev = self.ev
         start_env, start_self, start_grad = dict(ev.env), dict(ev.self_attrs), ev.grad
         envs, selfs, stopped = [], [], []
@@ -140,14 +163,16 @@ class Walker:
                 ev.grad = False
             if not_tensor is not None and not_tensor[0] == i and not_tensor[1] in ev.env:
                 ev.env[not_tensor[1]] = NOTHING
-            saved_eval = self.eval_only
+            saved_eval, saved_option = self.eval_only, self.option
             self.eval_only = saved_eval or i == eval_branch
+            if i == 0 and option is not None and saved_option is None:
+                self.option = option
             self._stop = False
             try:
                 self.block(body)
             finally:
                 ev.grad = start_grad
-                self.eval_only = saved_eval
+                self.eval_only, self.option = saved_eval, saved_option
             stopped.append(self._stop)
             envs.append(ev.env)
             selfs.append(ev.self_attrs)
@@ -223,13 +248,16 @@ class Walker:
             if trains and isinstance(trains[-1], (ast.Return, ast.Raise)) and not evals:
                 self._eval_after = True  # training returns here: what follows is eval mode's
             return
+        if _option_test(stmt.test, self.unpassed) is not None:
+            self.block(stmt.orelse)  # if save_feats: ... in a call that leaves save_feats=False
+            return
         guard = grad_guard(stmt.test, self.ev.imports)  # if torch.is_grad_enabled(): ... else: (no grad)
         if guard is not None:
             self._branches(stmt.body, stmt.orelse, grads=guard)
             return
         name, is_tensor = self.ev.tensor_test(stmt.test)  # if isinstance(x, torch.Tensor): ... else: x is none
         self._branches(stmt.body, stmt.orelse, not_tensor=None if name is None else (int(is_tensor), name),
-                       eval_branch=_eval_side(stmt.test))
+                       eval_branch=_eval_side(stmt.test), option=_option_test(stmt.test, self.options))
 
     def do_For(self, stmt: ast.For) -> None:
         ev = self.ev
@@ -321,6 +349,11 @@ class Walker:
         elif isinstance(target, ast.Attribute):
             if target.attr == "data":
                 return  # t.data = v swaps t's storage: t keeps no history (a Parameter stays a leaf)
+            if ev.is_self(target.value) and value.kind == GRAPH and self._only_from_own_parameter(target.attr, value_node):
+                # self.alpha = self.alpha.clamp(0, 1) where self.alpha is an nn.Parameter on the
+                # paths that give the value its history: Module.__setattr__ raises TypeError
+                # there (a Parameter's name takes only a Parameter); on the others it has none
+                value = NOTHING
             self._emit("attr", target, value, target)
             if ev.is_self(target.value):
                 ev.self_attrs[target.attr] = value.then(stmt.lineno, "", stmt, ev.code_path) if value.kind >= LEAF else value
@@ -345,6 +378,30 @@ class Walker:
                 # self.buf[0] = out: the tensor written into now has a grad_fn (CopySlices), a
                 # container now holds the graph tensor; what is computed from it later carries it
                 ev.self_attrs[base.attr] = join(ev.self_attr(base.attr), value.then(stmt.lineno, "", stmt, ev.code_path))
+
+    def _only_from_own_parameter(self, attr: str, value_node: ast.AST | None) -> bool:
+        """Does the value stored in ``self.<attr>`` get its history only from the nn.Parameter
+        that ``self.<attr>`` holds on some paths (the value computed again with the attribute
+        holding none is no graph tensor)?"""
+        ev = self.ev
+        facts = ev.facts
+        if (value_node is None or facts is None or not facts.is_module or attr not in facts.params
+                or ev.self_attr(attr).kind != LEAF):
+            return False
+        saved = ev.self_attrs.get(attr)
+        hooks = ev.on_call, ev.on_module_call, ev.fed
+        ev.on_call = ev.on_module_call = None
+        ev.fed = set(ev.fed) if ev.fed is not None else None
+        ev.self_attrs[attr] = NOTHING
+        try:
+            without = ev.eval(value_node)
+        finally:
+            ev.on_call, ev.on_module_call, ev.fed = hooks
+            if saved is None:
+                ev.self_attrs.pop(attr, None)
+            else:
+                ev.self_attrs[attr] = saved
+        return without.kind < ARG
 
     def _is_set(self, container: ast.AST) -> bool:
         """``self.<attr>`` that the class assigns a set (the only standard container with ``add``)."""

@@ -22,7 +22,7 @@ from ..program.modules import ClassFacts
 from ..facts import torch_facts
 from ..program.flags import test_value
 from ..facts.torch_names import is_size_name, argument_value, looks_like_module_name, looks_like_parameter
-from ..values import _guess, ARG, GRAPH, LEAF, MODULE, NONE, NOTHING, Value, join, join_tuples, name_constant, short
+from ..values import _guess, ARG, GRAPH, LEAF, MODULE, NONE, NOTHING, Value, constant_names, join, join_tuples, name_constant, short
 
 __all__ = [
     "ARG", "GRAPH", "LEAF", "MODULE", "NONE", "NOTHING", "ClassFacts", "Evaluator", "Value", "argument_value",
@@ -225,9 +225,38 @@ class Evaluator(CallSemantics):
         return None
 
     def decided(self, test: ast.AST) -> bool | None:
-        """True / False where the test reads only attributes the class fixes (flags.settled)."""
+        """True / False where the test reads only attributes the class fixes (flags.settled), or
+        compares a name that holds one string constant here (``mode == "norm"`` in a method its
+        caller passed ``"denorm"``)."""
         flags = self.facts.flags if self.facts is not None else None
-        return test_value(test, self.self_name, flags) if flags else None
+        found = test_value(test, self.self_name, flags) if flags else None
+        return found if found is not None else self._constant_test(test)
+
+    def _constant_test(self, test: ast.AST) -> bool | None:
+        if isinstance(test, ast.BoolOp):
+            parts = [self._constant_test(v) for v in test.values]
+            if isinstance(test.op, ast.And):
+                return False if False in parts else True if all(p is True for p in parts) else None
+            return True if True in parts else False if all(p is False for p in parts) else None
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            inner = self._constant_test(test.operand)
+            return None if inner is None else not inner
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+            return None
+        left, op, right = test.left, test.ops[0], test.comparators[0]
+        if isinstance(left, ast.Constant) and isinstance(right, ast.Name):
+            left, right = right, left
+        if not isinstance(left, ast.Name):
+            return None
+        held = constant_names(self.name_value(left.id) or NOTHING)
+        if held is None or len(held) != 1:
+            return None
+        if isinstance(op, (ast.Eq, ast.NotEq)) and isinstance(right, ast.Constant) and isinstance(right.value, str):
+            return (held[0] == right.value) == isinstance(op, ast.Eq)
+        if isinstance(op, (ast.In, ast.NotIn)) and isinstance(right, (ast.Tuple, ast.List, ast.Set)) and all(
+                isinstance(e, ast.Constant) and isinstance(e.value, str) for e in right.elts):
+            return (held[0] in [e.value for e in right.elts]) == isinstance(op, ast.In)
+        return None
 
     def eval_IfExp(self, node: ast.IfExp) -> Value:
         self.eval(node.test)

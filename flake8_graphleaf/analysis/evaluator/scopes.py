@@ -240,7 +240,7 @@ class ClassRunner:
                 grad = name == "forward"
                 if grad:
                     self._batch = join(*params.values())
-            self._run(func, params, grad)
+            self._run(func, params, grad, options=_off_by_default(func) if forward else None)
 
     def _root_params(self, func: ast.FunctionDef, forward: bool) -> dict[str, Value]:
         args = func.args
@@ -270,7 +270,12 @@ class ClassRunner:
             return Value(MODULE, a.arg)
         return NOTHING
 
-    def _run(self, func: ast.FunctionDef, params: dict[str, Value], grad: bool) -> Value:
+    def _run(self, func: ast.FunctionDef, params: dict[str, Value], grad: bool,
+             options: dict[str, str] | None = None, unpassed: dict[str, str] | None = None) -> Value:
+        """Run ``func``; ``options``: for a root, its parameters whose literal default is off
+        (``save_feats=False``): a store under ``if save_feats:`` runs only where a caller turns it on.
+        ``unpassed``: for a call, the parameters off by default that the call does not pass (and
+        the method never rebinds): ``if save_feats:`` does not run."""
         self.reached.add(func.name)
         imports = self._foreign.get(id(func), self.imports)
         ev = Evaluator(imports, self.info.facts, self_name(func), self.module_classes, on_method=self._call_method)
@@ -289,6 +294,8 @@ class ClassRunner:
         sink = self._sink
         walker = Walker(ev, (lambda store: None) if imports is not self.imports else (lambda store: sink(store, func)))
         walker.eval_only = self._in_eval()
+        walker.options = options or {}
+        walker.unpassed = unpassed or {}
         self.stack.append(func.name)
         self._walkers.append(walker)
         try:
@@ -346,7 +353,8 @@ class ClassRunner:
             return None
         self._active.add(key)
         try:
-            result = self._run(func, bind(func, pos, kw, self_name(func) is not None), grad)
+            result = self._run(func, bind(func, pos, kw, self_name(func) is not None), grad,
+                               unpassed=_unpassed_off(func, pos, kw))
         finally:
             self._active.discard(key)
         self._memo[key] = result
@@ -558,3 +566,32 @@ def bind(func: ast.FunctionDef, pos: list, kw: dict, method: bool, missing=NOTHI
             named = {a.arg for a in positional + args.kwonlyargs}
             out[args.kwarg.arg] = join(*[v for k, v in kw.items() if k not in named])
     return out
+
+
+def _off_by_default(func: ast.FunctionDef) -> dict[str, str]:
+    """The parameters of a root method whose default is a literal that is off (``False``,
+    ``None``, ``0``): name -> the default as written."""
+    args = func.args
+    positional = args.posonlyargs + args.args
+    pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+    return {a.arg: repr(d.value) for a, d in pairs
+            if isinstance(d, ast.Constant) and d.value in (False, None, 0) and not isinstance(d.value, str)}
+
+
+def _unpassed_off(func: ast.FunctionDef, pos: list, kw: dict) -> dict[str, str]:
+    """The parameters off by default (:func:`_off_by_default`) that a call with ``pos`` / ``kw``
+    leaves at their default, and that the method never rebinds: they hold that default."""
+    off = _off_by_default(func)
+    if not off or "**" in kw or any(isinstance(v, ast.Starred) for v in pos):
+        return {}
+    args = func.args
+    positional = [a.arg for a in args.posonlyargs + args.args]
+    if self_name(func) is not None:
+        positional = positional[1:]
+    passed = set(positional[:len(pos)]) | set(kw)
+    rebound = getattr(func, "_graphleaf_rebound", None)
+    if rebound is None:  # remembered on the function: one walk, however many calls
+        rebound = func._graphleaf_rebound = frozenset(
+            n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)))
+    return {k: v for k, v in off.items() if k not in passed and k not in rebound}

@@ -49,6 +49,8 @@ class ClassFacts:
         # the constant start of names registered by computed name (``register_buffer(f'biases_{i}', ...)``):
         # prefix -> 'buffer' or 'parameter' (both, when the class registers both under it)
         self.registered_prefixes: dict[str, str] = {}
+        # the computed names themselves, as written (``name + "_raw"``): ast.dump -> the same kinds
+        self.registered_names: dict[str, str] = {}
         self.submodules: set[str] = set()
         self.functional: set[str] = set()  # attributes holding plain callables
         self.plain: set[str] = set()  # attributes assigned other known non-tensor values
@@ -250,6 +252,8 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
         f.frozen |= base.frozen
         for k, v in base.registered_prefixes.items():
             f.registered_prefixes.setdefault(k, v)
+        for k, v in base.registered_names.items():
+            f.registered_names.setdefault(k, v)
         f.buffers |= base.buffers
         f.submodules |= base.submodules
         f.functional |= base.functional
@@ -315,6 +319,11 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
                         kind = "buffer" if node.func.attr == "register_buffer" else "parameter"
                         if f.registered_prefixes.setdefault(prefix, kind) != kind:
                             f.registered_prefixes[prefix] = "both"
+                    if not isinstance(first, ast.Constant) and node.func.attr in ("register_buffer", "register_parameter"):
+                        kind = "buffer" if node.func.attr == "register_buffer" else "parameter"
+                        written = ast.dump(first)
+                        if f.registered_names.setdefault(written, kind) != kind:
+                            f.registered_names[written] = "both"
                     if isinstance(first, ast.Constant) and isinstance(first.value, str):
                         if node.func.attr == "register_buffer":
                             f.buffers.add(first.value)
@@ -346,6 +355,7 @@ def _collect_attributes(info: ClassInfo, classes: dict[str, ClassInfo], imports:
                     if isinstance(value, ast.Name) and method.name == "__init__":
                         if made_here is None:
                             made_here = _local_instances(method, imports, module_classes)
+                            made_here.update(_default_instances(method, imports, module_classes))
                         if value.id in made_here:
                             # norm = GlobalNorm(...) (if none was given); self.norm = norm
                             f.submodules.add(t.attr)
@@ -430,6 +440,9 @@ def _constant_prefix(node: ast.AST) -> str:
 def registered_kind(facts: ClassFacts, name: ast.AST) -> str | None:
     """'buffer' / 'parameter' / 'both' when ``name`` (a computed attribute name) starts like the
     names the class registers by computed name, else None."""
+    written = facts.registered_names.get(ast.dump(name))
+    if written is not None:
+        return written  # getattr(self, name + "_raw") after register_parameter(name + "_raw", ...)
     prefix = _constant_prefix(name)
     if not prefix:
         return None
@@ -606,6 +619,28 @@ def _built_module(func: ast.AST, qual: str | None, imports: ImportMap, module_cl
     if qual and imports.project is not None and not is_torch_name(qual) and class_kind(imports.project, qual) == MODULE_CLASS:
         return qual
     return None
+
+
+def _default_instances(method: ast.FunctionDef, imports: ImportMap, module_classes: set[str]) -> dict[str, set[str]]:
+    """Parameters of ``__init__`` whose default builds a module (``expfunc=Fourier(5)``,
+    ``act=nn.ReLU()``): name -> qualified class names (a torch class by its own name). What
+    the class keeps of such a parameter is that module wherever no caller gives another."""
+    args = method.args
+    positional = args.posonlyargs + args.args
+    pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+    out: dict[str, set[str]] = {}
+    for arg, default in pairs:
+        if not isinstance(default, ast.Call):
+            continue
+        qual = imports.qualname(default.func)
+        built = _built_module(default.func, qual, imports, module_classes)
+        if built is None and qual and qual.startswith("torch.nn.") and "functional" not in qual \
+                and qual.rsplit(".", 1)[-1][:1].isupper():
+            built = qual
+        if built:
+            out.setdefault(arg.arg, set()).add(built)
+    return out
 
 
 def _local_instances(method: ast.FunctionDef, imports: ImportMap, module_classes: set[str]) -> dict[str, set[str]]:

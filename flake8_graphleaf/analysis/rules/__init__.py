@@ -8,6 +8,7 @@ import ast
 
 from ..findings import Finding
 from ..confidence import trust
+from ..values import guess_step
 from ..evaluator.flow import overwritten_later, resets_of
 
 
@@ -40,7 +41,7 @@ def eval_only(f: Finding) -> Finding:
 def on_trust(f: Finding, guess: str) -> Finding:
     """A step of the chain is a callable whose semantics the analysis does not have (``guess``),
     taken to carry its arguments' history."""
-    return trust(f, "unknown-callable", f"{guess} is taken to carry its arguments' history")
+    return trust(f, *guess_step(guess))
 
 
 def decides_own_copy(f: Finding, cls: str) -> Finding:

@@ -711,6 +711,10 @@ def check(runner: ClassRunner) -> list[Finding]:
             if runner.public_root():
                 trust(f, "public-root", f"{runner.root()}(), which nothing in its class calls, is taken to run "
                                         "with grad on as forward does")
+            if store.option is not None:
+                name, default = store.option
+                trust(f, "unset-argument", f"'{name}' is taken to be turned on by a caller of {runner.root()}() "
+                                           f"(its default {default} skips the store)")
             if store.eval_only:
                 line = getattr(runner.imports, "eval_with_grad", None)
                 if line is None:
@@ -774,7 +778,7 @@ def settle_arguments(findings: list[Finding], runners: dict, calls: dict) -> lis
             if f.data.get("public_root"):  # the instance's calls are forward's: they say nothing of this method
                 _evidence(f, f"{origin}, which nothing shows to be an activation (a guess)")
                 f = argument_only(f)
-            elif _graph_at_call_sites(runner, origin, calls.get(f.class_name, ())):
+            elif _graph_at_call_sites(runner, origin, calls.get(f.class_name, ()), store=f):
                 _evidence(f, f"{origin}, given a graph tensor where a module of this file calls {f.class_name}")
                 _proven(f)
             elif _chained_source(runner, f):
@@ -785,7 +789,7 @@ def settle_arguments(findings: list[Finding], runners: dict, calls: dict) -> lis
                              "add_module), so it gets the previous layer's output")
                 trust(f, "argument-chained", f"{origin} is taken to be an activation: {f.class_name} is chained "
                                              "after other layers")
-            elif _graph_at_call_sites(runner, origin, _project_call_sites(runner)):
+            elif _graph_at_call_sites(runner, origin, _project_call_sites(runner), store=f):
                 _evidence(f, f"{origin}, given a graph tensor where a module in another file calls {f.class_name}")
                 _proven(f)
             else:
@@ -814,9 +818,10 @@ def settle_arguments(findings: list[Finding], runners: dict, calls: dict) -> lis
                 trust(f, "metric-input", f"{origin} is taken to be a model output given with grad on by the "
                                          f"package's users (nothing in the project makes {f.class_name})")
         elif f.data.get("value_kind") == ARG and f.data.get("fed") and f.class_name in runners and (
-                _graph_at_call_sites(runners[f.class_name], f.data.get("origin", ""), calls.get(f.class_name, ()))
+                _graph_at_call_sites(runners[f.class_name], f.data.get("origin", ""), calls.get(f.class_name, ()),
+                                     store=f)
                 or _graph_at_call_sites(runners[f.class_name], f.data.get("origin", ""),
-                                        _project_call_sites(runners[f.class_name]))):
+                                        _project_call_sites(runners[f.class_name]), store=f)):
             # the program shows it: a module of the project passes a graph tensor there
             _evidence(f, f"{f.data.get('origin', '')}, given a graph tensor where a module of the project calls "
                          f"{f.class_name}")
@@ -1043,10 +1048,14 @@ def _project_call_sites(runner: ClassRunner) -> list:
     return sites
 
 
-def _graph_at_call_sites(runner: ClassRunner, origin: str, sites, method: str = "forward") -> bool:
+def _graph_at_call_sites(runner: ClassRunner, origin: str, sites, method: str = "forward",
+                         store: Finding | None = None) -> bool:
     """Whether a recorded call of the class's instances passes a graph tensor (or a leaf that
     requires grad) where ``method`` (the method the calls reach: forward; a metric's update,
-    which its inherited forward is given the arguments for) takes the argument ``origin`` names."""
+    which its inherited forward is given the arguments for) takes the argument ``origin`` names.
+    With ``store`` (a finding of the class): and whether ``method`` run with that call's values
+    makes that store with a graph tensor (``self.revin(z, "denorm")`` gives a graph tensor, but
+    the store sits under ``if mode == "norm":``)."""
     m = re.match(r"argument '\*?(\w+)'", origin)
     func = runner.info.facts.methods.get(method)
     if m is None or func is None or not sites:
@@ -1061,9 +1070,40 @@ def _graph_at_call_sites(runner: ClassRunner, origin: str, sites, method: str = 
             values.append(pos[index])
         if name in kw:
             values.append(kw[name])
-        if any(v.kind in (GRAPH, LEAF) for v in values):
+        if any(v.kind in (GRAPH, LEAF) for v in values) and (store is None or _site_makes(runner, func, pos, kw, store)):
             return True
     return False
+
+
+def _site_makes(runner: ClassRunner, func: ast.FunctionDef, pos, kw, store: Finding) -> bool:
+    """Does ``func`` run with a call's values (and grad on) make the store ``store`` reports
+    with a graph tensor? The runner's state is left as it was."""
+    kept = {k: getattr(runner, k) for k in ("_sink", "_memo", "_active", "reached", "_building", "_skip", "_batch")}
+    calls = {k: list(v) for k, v in runner.calls.items()}
+    fed, helper_findings, helper_state = set(runner.fed), list(runner.helper_findings), dict(runner.helper_state)
+    made = []
+
+    def sink(got: Store, where) -> None:
+        if got.node.lineno == store.line and got.node.col_offset == store.col and got.value.kind == GRAPH:
+            made.append(got)
+
+    runner._skip = set()  # the methods a root run reached before are run again here, with these values
+    try:
+        runner.run_with(func, list(pos), dict(kw), sink, grad=True)
+    finally:
+        for k, v in kept.items():
+            setattr(runner, k, v)
+        for k in list(runner.calls):
+            if k in calls:
+                runner.calls[k][:] = calls[k]
+            else:
+                del runner.calls[k]
+        runner.fed.clear()
+        runner.fed.update(fed)
+        runner.helper_findings[:] = helper_findings
+        runner.helper_state.clear()
+        runner.helper_state.update(helper_state)
+    return bool(made)
 
 
 def _describe(value) -> tuple[str, str]:
