@@ -344,3 +344,10 @@ def shared_resolver() -> FileResolver:
     if _SHARED is None:
         _SHARED = FileResolver()
     return _SHARED
+
+
+def forget_shared() -> None:
+    """Drop the process's resolver and what it read: the next analysis reads every file again
+    (``graphleaf fix`` rechecks the files it left findings in, once the other files are written)."""
+    global _SHARED
+    _SHARED = None
