@@ -120,3 +120,55 @@ def test_the_fixed_sends_run_and_the_other_side_gets_the_same_values(tmp_path, p
         assert all(ln.endswith("True") for ln in lines if not ln.startswith("got"))  # the sender keeps its graph
     again = run("fix", ".", cwd=tmp_path)
     assert "Fixed 0 findings in 0 files; 0 left." in again.stdout, again.stdout
+
+
+POOL = """\
+import torch
+import torch.multiprocessing as mp
+
+
+def nearest(query, bank):
+    sims = torch.stack([torch.cosine_similarity(query, b, dim=-1) for b in bank])
+    return [float(s).hex() for s in sims]
+
+
+def main():
+    torch.manual_seed(0)
+    encoder = torch.nn.Linear(4, 3)
+    bank = [encoder(torch.randn(4)) for _ in range(3)]
+    queries = [torch.randn(3) for _ in range(2)]
+    with mp.get_context("spawn").Pool(1) as pool:
+        found = pool.starmap(nearest, [(q, bank) for q in queries])
+    print(found)
+    print([nearest(q, bank) for q in queries])
+    print(all(b.requires_grad for b in bank))
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_pool_s_tasks_get_detached_copies_whatever_their_shape(tmp_path):
+    (tmp_path / "main.py").write_text(POOL)
+    r = run("fix", "--diff", ".", cwd=tmp_path)  # safe
+    assert ("pool.starmap(nearest, torch.utils._pytree.tree_map_only(torch.Tensor, lambda v: v.detach() if "
+            "v.grad_fn is not None else v, [(q, bank) for q in queries]))") in r.stdout, r.stdout + r.stderr
+    assert "bank = [encoder(torch.randn(4)).detach()" not in r.stdout  # the program's bank keeps its graph
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_the_fixed_pool_runs_and_its_workers_compute_what_this_process_does(tmp_path):
+    pytest.importorskip("torch")
+    (tmp_path / "main.py").write_text(POOL)
+    before = _python(tmp_path)
+    assert before.returncode != 0 and "Cowardly refusing to serialize non-leaf tensor" in before.stderr
+    fixed = run("fix", ".", cwd=tmp_path)
+    assert "Fixed 1 finding in 1 file; 0 left." in fixed.stdout, fixed.stdout
+    after = _python(tmp_path)
+    assert after.returncode == 0, after.stderr
+    workers, here, kept = after.stdout.splitlines()
+    assert workers == here and kept == "True"  # the same similarities, bit for bit; the bank keeps its graph
+    again = run("fix", "--unsafe-fixes", ".", cwd=tmp_path)
+    assert "Fixed 0 findings in 0 files; 0 left." in again.stdout, again.stdout

@@ -9,7 +9,9 @@ new tensor), so nothing this process computes changes: **safe**.  The item of a 
 dict display that the program's run says made the graph tensor (``queue.put((t, obs, policy(obs)))``:
 ``policy(obs)``, or a name assigned once from it) is detached; where the run names none, each item
 that is certainly one tensor is; a value that is neither is left alone (if it was the graph tensor,
-the finding stays and the fixer undoes the fix).
+the finding stays and the fixer undoes the fix).  A process pool's tasks (``pool.starmap(f, [(q, bank)
+for q in queries])``) get detached copies of their tensors whatever their shape (:mod:`.detached`):
+**safe** for the same reason.
 
 A ``DataLoader`` with workers whose dataset holds tensors that require grad (each worker's collate
 raises) gets the tensors the dataset is built from detached, where it is built
@@ -24,6 +26,8 @@ import ast
 from ..analysis.findings import SAFE, UNSAFE, Finding, Fix
 from .context import Context, at, wrap
 from ..analysis.values import short
+from ..analysis.facts.sinks import POOL_SENDS
+from .detached import detached_tree
 from .tensors import _last_assignment, certainly_tensor
 
 _SENDS = ("put", "put_nowait")
@@ -108,6 +112,25 @@ def _dataset_fix(call: ast.Call, ctx: Context, scope) -> Fix | None:
                tuple(edits))
 
 
+def _pool_fix(call: ast.Call, ctx: Context) -> Fix | None:
+    """``pool.starmap(f, tasks)``: the tasks' arguments (each positional argument after the
+    function, ``args=`` / ``kwds=``) sent as detached copies (:mod:`.detached`), whatever their
+    shape; a generator's items are made later, where no copy reaches them: no fix."""
+    sent = list(call.args[1:]) + [k.value for k in call.keywords if k.arg in ("args", "kwds", "iterable")]
+    sent = [a for a in sent if not isinstance(a, ast.Constant)]
+    if not sent or any(isinstance(a, (ast.GeneratorExp, ast.Starred)) for a in sent):
+        return None
+    edits = []
+    for a in sent:
+        text = detached_tree(ctx, a)
+        if text is None:
+            return None
+        edits.append(ctx.edit(a, text))
+    return Fix(SAFE, "send the pool's tasks detached copies of their tensors (torch.utils._pytree.tree_map_only "
+                     "rebuilds the tuples, lists and dicts with each graph tensor .detach()ed): the workers get the "
+                     "same values, and this process keeps its tensors", tuple(edits))
+
+
 def fix_process_send(f: Finding, ctx: Context) -> Fix | None:
     call = at(ctx.tree, f.line, f.col, ast.Call)
     if call is None:
@@ -123,6 +146,8 @@ def fix_process_send(f: Finding, ctx: Context) -> Fix | None:
         return None  # a leaf that requires grad, sent to a process: torch shares it as it is
     edits: list = []
     origin = f.data.get("origin")
+    if f.data.get("sink") == "pool" and last in POOL_SENDS:
+        return _pool_fix(call, ctx)
     if last in _SENDS and len(call.args) == 1 and not call.keywords:
         _detach_items(call.args[0], ctx, scope, edits, origin)
         what = "the item put on the queue"
