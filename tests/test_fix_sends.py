@@ -172,3 +172,26 @@ def test_the_fixed_pool_runs_and_its_workers_compute_what_this_process_does(tmp_
     assert workers == here and kept == "True"  # the same similarities, bit for bit; the bank keeps its graph
     again = run("fix", "--unsafe-fixes", ".", cwd=tmp_path)
     assert "Fixed 0 findings in 0 files; 0 left." in again.stdout, again.stdout
+
+
+def test_a_file_fixed_after_another_sees_its_new_text(tmp_path):
+    """main.py's pool send is fixed (safe) before scoring.py is analysed: scoring.py's "made here"
+    finding came from main.py's run, which no longer sends a graph tensor, so its unsafe
+    ``.detach()`` (a gradient cut for every user of the embeddings) is not made."""
+    (tmp_path / "scoring.py").write_text(
+        "import torch\n\n\ndef embed_all(encoder, items):\n    return [encoder(x) for x in items]\n\n\n"
+        "def nearest(query, bank):\n    return int(torch.stack([torch.cosine_similarity(query, b, dim=-1) "
+        "for b in bank]).argmax())\n")
+    (tmp_path / "main.py").write_text(
+        "import torch\nimport torch.multiprocessing as mp\n\nfrom scoring import embed_all, nearest\n\n\n"
+        "def main():\n    encoder = torch.nn.Linear(4, 3)\n    bank = embed_all(encoder, [torch.randn(4) for _ in range(5)])\n"
+        "    with mp.get_context(\"spawn\").Pool(1) as pool:\n"
+        "        print(pool.starmap(nearest, [(q, bank) for q in [torch.randn(3)]]))\n\n\n"
+        "if __name__ == \"__main__\":\n    main()\n")
+    before = run("check", "--unsafe-fixes", ".", cwd=tmp_path)
+    assert "scoring.py:5:12: GLF301" in before.stdout, before.stdout
+    original = (tmp_path / "scoring.py").read_text()
+    r = run("fix", "--unsafe-fixes", ".", cwd=tmp_path)
+    assert "main.py:11:15: GLF301 fixed: send the pool's tasks detached copies" in r.stdout, r.stdout
+    assert "Fixed 1 finding in 1 file; 0 left." in r.stdout, r.stdout
+    assert (tmp_path / "scoring.py").read_text() == original

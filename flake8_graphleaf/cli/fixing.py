@@ -15,7 +15,7 @@ from ..analysis.findings import SAFE, Finding
 from ..analysis.noqa import file_is_skipped
 from ..analysis.rules import all_rules
 from ..fix.fixer import NOT_REMOVED, fix_source
-from ..fix.readers import project_index
+from ..fix.readers import forget_written, project_index
 from ..fix.recheck import recheck
 from ..fix.writer import (SourceError, check_parses, decode, encode, read_source, restore_newlines,
                           unified_diff, write_atomic)
@@ -109,6 +109,7 @@ def fix_one(path: str, settings: Settings, unsafe: bool, diff_only: bool,
             write_atomic(path, data, expected_old=src.raw)
             report.written = True
             note_written(report.path)
+            forget_written(path, project)
     except SourceError as exc:
         report.error = f"could not write: {exc}"
         report.applied, report.changed = [], False

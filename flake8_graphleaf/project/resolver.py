@@ -81,6 +81,13 @@ class FileResolver(ProjectView):
     def text_of(self, path: str) -> str | None:
         return self.index.text(path) or None
 
+    def forget(self, path: str) -> None:
+        """``path`` was rewritten in this process (``graphleaf fix``): the runs of the files that use
+        it, and its text, are made and read again."""
+        self.index.forget(path)
+        self.memo.clear()
+        self.generation += 1
+
     def mentions(self, module: str, words: tuple[str, ...]) -> bool | None:
         key = ("mentions", module, words)
         if key not in self.memo:
