@@ -125,10 +125,15 @@ TWIN_FINDINGS = {"spawn_legacy_norm": ["vocoder.py:9:21: GLF101"], "probe_forwar
 
 # shapes no automatic fix can repair without changing what the program computes, and why fix says so
 NO_FIX = {
-    # the loss is computed from ctx["logits"]: detaching it would stop training; what to copy is the user's choice
-    "context_dict": "a value the program uses is in it",
     # the parametrizations' weight_norm makes a module that cannot be pickled either
     "spawn_legacy_norm": "cannot be pickled either",
+}
+
+# the store no fix may detach, and what fix --unsafe-fixes does instead: the loss is computed from
+# ctx["logits"], so the dict keeps it attached; the copy is made of the dict with its graph tensors
+# detached (what the twin does by hand)
+COPY_SITE_FIX = {
+    "context_dict": "run.py:11:20: GLF201 fixed: copy detached tensors",
 }
 
 
@@ -207,4 +212,7 @@ def test_the_shape_raises_its_twin_runs_and_the_fix_makes_it_run(tmp_path, name,
         # no edit keeps what the program computes: the run still raises, and fix says why
         assert NO_FIX[name] in fixed.stdout and after.returncode != 0, fixed.stdout
         return
+    if name in COPY_SITE_FIX:
+        assert COPY_SITE_FIX[name] in fixed.stdout and 'ctx["logits"] = model(batch["x"])' in (
+            broken / "run.py").read_text(), fixed.stdout
     assert after.returncode == 0 and "copied" in after.stdout, (fixed.stdout + fixed.stderr, after.stderr)

@@ -1,6 +1,7 @@
 """``graphleaf fix`` (and ``check --fix`` / ``--diff``): each file fixed until nothing changes, written
 atomically or shown as a diff; then the copy-safe state a helper object's class needs in another
-checked file; the summary and the exit code."""
+checked file; the files that were fixed or left findings checked again once all are written (a copy
+site in one file that a store's fix in another removed is not left); the summary and the exit code."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from ..analysis.findings import SAFE, Finding
 from ..analysis.noqa import file_is_skipped
 from ..analysis.rules import all_rules
 from ..fix.fixer import NOT_REMOVED, fix_source
-from ..fix.readers import project_index
+from ..fix.readers import forget_written, project_index
+from ..fix.recheck import recheck
 from ..fix.writer import (SourceError, check_parses, decode, encode, read_source, restore_newlines,
                           unified_diff, write_atomic)
 from .config import Settings
@@ -107,6 +109,7 @@ def fix_one(path: str, settings: Settings, unsafe: bool, diff_only: bool,
             write_atomic(path, data, expected_old=src.raw)
             report.written = True
             note_written(report.path)
+            forget_written(path, project)
     except SourceError as exc:
         report.error = f"could not write: {exc}"
         report.applied, report.changed = [], False
@@ -154,6 +157,8 @@ def _run_fix(args, settings: Settings, unsafe: bool, diff: bool) -> tuple[list[F
             interrupted = True
         if not interrupted:
             _fix_in_other_files(reports, settings, diff)
+            if not diff:  # what a copy in one file still needs once the others are written
+                recheck([r for r in reports if r.output is None], list(found.files), settings.analysis_options)
     reports.sort(key=lambda r: r.path)
     return reports, interrupted
 

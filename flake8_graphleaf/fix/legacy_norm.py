@@ -109,6 +109,10 @@ def fix_legacy(f: Finding, ctx: Context) -> Fix | None:
         desc = ("state_dict keys change (weight_orig/weight_u/weight_v become parametrizations.weight.original "
                 "and the parametrization's _u/_v), and the power iteration updates u and v in another order, "
                 "so outputs differ slightly")
+    # torch refuses to pickle a parametrized module (deepcopy works): torch.save(model) and a spawned
+    # process given the model raise "Serialization of parametrized modules is only supported through state_dict()"
+    desc += ("; a parametrized module cannot be pickled whole (torch.save(model), a spawned process given the "
+             "model): save or send its state_dict")
     if name in _NEW_NAMES:
         if isinstance(node, ast.Attribute):
             prefix = ctx.text.segment(node.value)

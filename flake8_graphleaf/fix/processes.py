@@ -5,9 +5,13 @@
 other process raises ("Cowardly refusing to serialize non-leaf tensor which requires_grad"), since
 autograd does not cross process boundaries, so the other process never gets it.  Sending
 ``out.detach()`` gives it the same values; the sender's ``out`` is untouched (``.detach()`` is a
-new tensor), so nothing this process computes changes: **safe**.  Each item of a tuple, list or
-dict display that is certainly one tensor is detached; a value that is not certainly one tensor
-is left alone (if it was the graph tensor, the finding stays and the fixer undoes the fix).
+new tensor), so nothing this process computes changes: **safe**.  The item of a tuple, list or
+dict display that the program's run says made the graph tensor (``queue.put((t, obs, policy(obs)))``:
+``policy(obs)``, or a name assigned once from it) is detached; where the run names none, each item
+that is certainly one tensor is; a value that is neither is left alone (if it was the graph tensor,
+the finding stays and the fixer undoes the fix).  A process pool's tasks (``pool.starmap(f, [(q, bank)
+for q in queries])``) get detached copies of their tensors whatever their shape (:mod:`.detached`):
+**safe** for the same reason.
 
 A ``DataLoader`` with workers whose dataset holds tensors that require grad (each worker's collate
 raises) gets the tensors the dataset is built from detached, where it is built
@@ -21,7 +25,10 @@ import ast
 
 from ..analysis.findings import SAFE, UNSAFE, Finding, Fix
 from .context import Context, at, wrap
-from .tensors import certainly_tensor
+from ..analysis.values import short
+from ..analysis.facts.sinks import POOL_SENDS
+from .detached import detached_tree
+from .tensors import _last_assignment, certainly_tensor
 
 _SENDS = ("put", "put_nowait")
 
@@ -33,20 +40,39 @@ def _scope(ctx: Context, node: ast.AST):
     return cur if cur is not None else ctx.tree
 
 
-def _detach_items(value: ast.AST, ctx: Context, scope, edits: list) -> None:
+def _items(value: ast.AST):
+    """The items of a tuple, list or dict display, nested displays opened; else the value itself."""
     if isinstance(value, (ast.Tuple, ast.List)):
         for item in value.elts:
-            _detach_items(item, ctx, scope, edits)
+            yield from _items(item)
     elif isinstance(value, ast.Dict):
         for item in value.values:
-            _detach_items(item, ctx, scope, edits)
-    elif not isinstance(value, ast.Starred) and certainly_tensor(value, ctx, scope):
-        edits.append(ctx.edit(value, wrap(ctx, value) + ".detach()"))
+            yield from _items(item)
+    elif not isinstance(value, ast.Starred):
+        yield value
+
+
+def _made_by(item: ast.AST, origin: str | None, scope) -> bool:
+    """Is ``item`` the call the program's run says made the sent graph tensor (``policy(obs)``, the
+    analysis's ``policy(...)``), or a name assigned once from it?  The run took that call's result
+    for one tensor (a module's output), so ``.detach()`` on it is what the finding asks for."""
+    if not origin or not origin.endswith("(...)"):
+        return False
+    if isinstance(item, ast.Name) and scope is not None:
+        item = _last_assignment(scope, item)
+    return isinstance(item, ast.Call) and short(item) == origin
+
+
+def _detach_items(value: ast.AST, ctx: Context, scope, edits: list, origin: str | None = None) -> None:
+    """``.detach()`` on the sent items on the graph: the item made where the finding says the graph
+    tensor was made, when there is one; else each item that is certainly one tensor."""
+    items = list(_items(value))
+    made = [i for i in items if _made_by(i, origin, scope)]
+    for item in made or [i for i in items if certainly_tensor(i, ctx, scope)]:
+        edits.append(ctx.edit(item, wrap(ctx, item) + ".detach()"))
 
 
 def _loader_fix(call: ast.Call, ctx: Context, scope) -> Fix | None:
-    from .tensors import _last_assignment
-
     dataset = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "dataset"), None)
     if dataset is None:
         return None
@@ -86,6 +112,25 @@ def _dataset_fix(call: ast.Call, ctx: Context, scope) -> Fix | None:
                tuple(edits))
 
 
+def _pool_fix(call: ast.Call, ctx: Context) -> Fix | None:
+    """``pool.starmap(f, tasks)``: the tasks' arguments (each positional argument after the
+    function, ``args=`` / ``kwds=``) sent as detached copies (:mod:`.detached`), whatever their
+    shape; a generator's items are made later, where no copy reaches them: no fix."""
+    sent = list(call.args[1:]) + [k.value for k in call.keywords if k.arg in ("args", "kwds", "iterable")]
+    sent = [a for a in sent if not isinstance(a, ast.Constant)]
+    if not sent or any(isinstance(a, (ast.GeneratorExp, ast.Starred)) for a in sent):
+        return None
+    edits = []
+    for a in sent:
+        text = detached_tree(ctx, a)
+        if text is None:
+            return None
+        edits.append(ctx.edit(a, text))
+    return Fix(SAFE, "send the pool's tasks detached copies of their tensors (torch.utils._pytree.tree_map_only "
+                     "rebuilds the tuples, lists and dicts with each graph tensor .detach()ed): the workers get the "
+                     "same values, and this process keeps its tensors", tuple(edits))
+
+
 def fix_process_send(f: Finding, ctx: Context) -> Fix | None:
     call = at(ctx.tree, f.line, f.col, ast.Call)
     if call is None:
@@ -100,14 +145,17 @@ def fix_process_send(f: Finding, ctx: Context) -> Fix | None:
     if "autograd graph" not in f.message:
         return None  # a leaf that requires grad, sent to a process: torch shares it as it is
     edits: list = []
+    origin = f.data.get("origin")
+    if f.data.get("sink") == "pool" and last in POOL_SENDS:
+        return _pool_fix(call, ctx)
     if last in _SENDS and len(call.args) == 1 and not call.keywords:
-        _detach_items(call.args[0], ctx, scope, edits)
+        _detach_items(call.args[0], ctx, scope, edits, origin)
         what = "the item put on the queue"
     else:
         sent = next((k.value for k in call.keywords if k.arg == "args"), None)
         if sent is None or not isinstance(sent, (ast.Tuple, ast.List)):
             return None
-        _detach_items(sent, ctx, scope, edits)
+        _detach_items(sent, ctx, scope, edits, origin)
         what = "the tensors in args"
     if not edits:
         return None

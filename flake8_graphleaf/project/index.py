@@ -101,6 +101,15 @@ class ProjectIndex:
         self._words = None
         self._answers.clear()
 
+    def forget(self, path: str) -> None:
+        """``path`` was rewritten (``graphleaf fix``): its text, its summary and the answers read
+        from the texts are read again when next asked."""
+        for key in (path, os.path.abspath(path)):
+            self._texts.pop(key, None)
+            self.summaries.pop(key, None)
+        self._words = None
+        self._answers.clear()
+
     # -- files ----------------------------------------------------------------------
     def files(self) -> list[str]:
         if self._files is None:

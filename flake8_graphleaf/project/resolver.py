@@ -81,6 +81,13 @@ class FileResolver(ProjectView):
     def text_of(self, path: str) -> str | None:
         return self.index.text(path) or None
 
+    def forget(self, path: str) -> None:
+        """``path`` was rewritten in this process (``graphleaf fix``): the runs of the files that use
+        it, and its text, are made and read again."""
+        self.index.forget(path)
+        self.memo.clear()
+        self.generation += 1
+
     def mentions(self, module: str, words: tuple[str, ...]) -> bool | None:
         key = ("mentions", module, words)
         if key not in self.memo:
@@ -344,3 +351,10 @@ def shared_resolver() -> FileResolver:
     if _SHARED is None:
         _SHARED = FileResolver()
     return _SHARED
+
+
+def forget_shared() -> None:
+    """Drop the process's resolver and what it read: the next analysis reads every file again
+    (``graphleaf fix`` rechecks the files it left findings in, once the other files are written)."""
+    global _SHARED
+    _SHARED = None

@@ -785,7 +785,10 @@ def _sent(sink: Sink) -> Finding:
     message = messages.sent(sink.what, f"sends {messages.GRAPH_TENSOR}", sink.value.origin,
                             f"'Cowardly refusing to serialize non-leaf tensor which requires_grad' ({then})",
                             "put .detach() on it", to="to another process")
-    f = finding("GLF301", sink.node, message, data={"kind": "copy-graph"})
+    # "origin": where the sent graph tensor was made (the fix detaches the item of a sent tuple made
+    # there); "sink": queue, pool or process (a pool's task arguments get detached copies)
+    f = finding("GLF301", sink.node, message, data={"kind": "copy-graph", "origin": sink.value.origin,
+                                                     "sink": sink.kind})
     f.witness = witness.make(sink.value, sink.node, None, reached="the process's target", grad=True,
                              kept="it is what the call sends",
                              copied="the other process gets a pickled copy, made by the same protocol as deepcopy")

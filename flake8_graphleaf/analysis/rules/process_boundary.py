@@ -139,7 +139,7 @@ class _Boundary(Evaluator):
             if v.kind == GRAPH:
                 self.report(node, messages.sent(
                     f"{short(func)}({short(node.args[0])})", f"sends {messages.GRAPH_TENSOR}", v.origin, "'Cowardly refusing to serialize non-leaf tensor which requires_grad' (a Queue's reader "
-                    "then waits forever)", "put .detach() on it", to="to another process"))
+                    "then waits forever)", "put .detach() on it", to="to another process"), v.origin)
             return NOTHING
         spawned = qual in _SPAWNERS or (
             attr == "Process" and (recv in (f"{_CTX}spawn>", f"{_CTX}forkserver>"))
@@ -153,7 +153,7 @@ class _Boundary(Evaluator):
                 if v.kind == GRAPH:
                     self.report(node, messages.sent(
                         f"{short(func)}(..., args={short(args)})", f"sends {messages.GRAPH_TENSOR}", v.origin, "start() raises 'Cowardly refusing to serialize non-leaf tensor which requires_grad'",
-                        "pass .detach()ed tensors", to="to a spawned process"))
+                        "pass .detach()ed tensors", to="to a spawned process"), v.origin)
             return NOTHING
         return super().eval_Call(node)
 
@@ -180,10 +180,11 @@ def check(tree: ast.Module, imports: ImportMap, module_classes: set[str], source
     out: list[Finding] = []
     seen: set[int] = set()
 
-    def report(node, message):
+    def report(node, message, origin=None):
         if id(node) not in seen:
             seen.add(id(node))
-            f = finding("GLF301", node, message)
+            # "origin": where the sent graph tensor was made (the fix detaches the item made there)
+            f = finding("GLF301", node, message, **({"data": {"origin": origin}} if origin else {}))
             # the source: what the call sends, from where (the message's first clause, without "will fail: it")
             f.witness = witness.simple(message.split("; ", 1)[0].replace(" will fail: it ", " ", 1), "computation", node,
                                        reached="this call", kept="it is what the call sends",
