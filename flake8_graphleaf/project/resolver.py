@@ -52,10 +52,10 @@ class FileResolver(ProjectView):
                 self._where.clear()
             self.index.add_root(os.path.abspath(project) if project else root)
 
-    def options_for(self, path: str) -> dict:
+    def options_for(self, path: str, packages: dict | None = None) -> dict:
         """The ``Options`` fields for analysing ``path`` in this project (its module name, and
-        its root added to the roots)."""
-        module, is_package, root = module_name_for(path)
+        its root added to the roots); ``packages``: see :func:`module_name_for`."""
+        module, is_package, root = module_name_for(path, packages)
         if root is None and module is None:
             root = os.path.dirname(os.path.abspath(path))
         self.add_root(root, project_folder(root, module))
