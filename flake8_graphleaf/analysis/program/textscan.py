@@ -20,6 +20,10 @@ _ANCHOR = {
     "ProcessPoolExecutor(": "Process",
     "start_processes(": "start_processes",
     "spawn(": "spawn",
+    "register_forward_hook": "register_forward",
+    "register_forward_pre_hook": "register_forward",
+    "register_module_forward_hook": "register_module_forward",
+    "register_module_forward_pre_hook": "register_module_forward",
 }
 
 _KEEP = 8  # texts whose answers are kept (the checked file's, and the few the copy graph reads beside it)
