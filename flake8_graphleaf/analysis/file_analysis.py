@@ -23,6 +23,7 @@ from .program.never_built import unbound_in_constructor
 from . import confidence
 from .rules import cleared_after_use, construction, copy_graph, deepcopy_calls, forward_stores, function_roots, hooks, legacy_norm, process_boundary, pruning
 from .evaluator.scopes import ClassRunner
+from .program.textscan import has, has_any
 
 # A file that mentions none of these cannot have a finding.
 # "def forward": a class whose module base comes from another file of the project
@@ -90,7 +91,7 @@ def _copied_elsewhere(options: Options) -> bool:
 
 def analyze_file(tree: ast.AST, source: str | None = None, options: Options | None = None) -> FileAnalysis:
     options = options or Options()
-    if source is not None and not any(w in source for w in GATE_WORDS) and not _copied_elsewhere(options):
+    if source is not None and not has_any(source, GATE_WORDS) and not _copied_elsewhere(options):
         return FileAnalysis(tree, source, [])
     imports = ImportMap(tree, options.module, options.is_package, options.project)
     module = ParsedModule.of(options.module or "__main__", options.path or "<current>", tree, imports)
@@ -115,26 +116,26 @@ def analyze_file(tree: ast.AST, source: str | None = None, options: Options | No
         findings += forward_stores.check(runner)
         findings += construction.check(runner)
     findings = forward_stores.settle_arguments(findings, runners, calls)
-    if source is None or "setattr" in source:
+    if source is None or has(source, "setattr"):
         findings += construction.check_functions(tree, imports, source)
     if any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) for s in tree.body):
         findings += function_roots.check(tree, imports, module_classes, source)
-    if source is None or "register_forward" in source or "register_module_forward" in source:
+    if source is None or has_any(source, ("register_forward", "register_module_forward")):
         findings += hooks.check(tree, imports, classes, module_classes, source)
     if any(info.local_bases or info.facts.bases for info in classes.values()):
         findings += hooks.check_inherited(tree, imports, classes, module_classes, source)
-    if source is None or "weight_norm" in source or "spectral_norm" in source or "WeightNorm" in source:
+    if source is None or has_any(source, ("weight_norm", "spectral_norm", "WeightNorm")):
         findings += legacy_norm.check(tree, imports, classes, source)
-    if source is None or "utils.prune" in source or any(v.startswith(pruning.PREFIX[:-1]) for v in imports.names.values()):
+    if source is None or has(source, "utils.prune") or any(v.startswith(pruning.PREFIX[:-1]) for v in imports.names.values()):
         findings += pruning.check(tree, imports)
-    if source is None or any(m in source for m in ("__getstate__", "__deepcopy__", "__reduce")):
+    if source is None or has_any(source, ("__getstate__", "__deepcopy__", "__reduce")):
         findings = drop_covered(findings, classes)
     cleared_after_use.check(findings, classes)
     for f in findings:
         confidence.note_assumed(f)  # before the copy sites and the copy graph weigh the stores
-    if source is None or any(w in source for w in deepcopy_calls.WORDS):
+    if source is None or has_any(source, deepcopy_calls.WORDS):
         findings += deepcopy_calls.check(tree, imports, classes, module_classes, findings, source)
-    if source is None or any(w in source for w in process_boundary.WORDS):
+    if source is None or has_any(source, process_boundary.WORDS):
         findings += process_boundary.check(tree, imports, module_classes, source)
     # also without a copy of its own: another file may copy its objects
     # the copy graph's runs are shared between the files of one process, unless this file's classes

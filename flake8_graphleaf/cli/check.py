@@ -22,7 +22,16 @@ from .output import EDIT_FORMATS, FileReport, render, statistics
 from .runner import Interrupted, Progress, progress_wanted, run_many, stopped, with_edits
 
 
+_CODES: dict[tuple, tuple[str, ...]] = {}  # the selection's codes, when no file has codes of its own
+
+
 def _wanted_codes(settings: Settings, path: str) -> tuple[str, ...]:
+    if not settings.per_file_ignores:  # the same codes for every file
+        key = (tuple(settings.select), tuple(settings.extend_select), tuple(settings.ignore))
+        found = _CODES.get(key)
+        if found is None:
+            found = _CODES[key] = tuple(c for c in all_rules() if settings.enabled(c))
+        return found
     wanted = settings.wanted_for(path)
     return tuple(c for c in all_rules() if wanted(c))
 

@@ -112,6 +112,9 @@ class Settings:
     # Whether the fixes' edits are built for every finding (JSON and SARIF show them); text output
     # shows only what a fix does, and ``fix`` builds the edits it applies.
     fix_edits: bool = True
+    # whether each folder is a package (has an __init__.py), asked for every file's module name
+    # during one command (the tree does not change while it is checked)
+    packages: dict = field(default_factory=dict, repr=False, compare=False)
 
     def enabled(self, code: str) -> bool:
         def longest(prefixes):
@@ -142,7 +145,7 @@ class Settings:
         """The analysis options for one file: the settings, and the file's place in the project
         (its module name and the process's whole-program view)."""
         return Options(module_bases=self.module_bases, confidence=self.confidence,
-                       **shared_resolver().options_for(path))
+                       **shared_resolver().options_for(path, self.packages))
 
     def keeps(self, finding, path: str, noqa: dict | None = None) -> bool:
         """Whether a finding below ``high`` survives the retired code GLF010 named in ``ignore``,

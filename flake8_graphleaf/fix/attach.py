@@ -160,10 +160,9 @@ def _store_statement_outside_value(ctx: Context, detach: Fix) -> set[int]:
     store, not readers; a read of ``self.x`` inside the value (a recurrence) is one."""
     out: set[int] = set()
     edited = {(e.line, e.col) for e in detach.edits}
-    for stmt in ast.walk(ctx.tree):
-        if not isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Expr)) or not any(
-                line in range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1) for line, _ in edited):
-            continue
+    # the statements whose lines hold an edit (the file's index of them: no walk per fix)
+    stmts = {id(s): s for line in sorted({line for line, _ in edited}) for s in ctx.simple_statements_at(line)}
+    for stmt in stmts.values():
         values = [v for v in ast.walk(stmt) if isinstance(v, ast.expr) and hasattr(v, "lineno")
                   and (v.lineno, ctx.text.char_col(v.lineno, v.col_offset)) in edited]
         if not values:

@@ -25,6 +25,21 @@ class Context:
         self._parents: dict | None = None
         self.project = None  # usage.ProjectReads, or None: any attribute may be read elsewhere
         self._reads: dict | None = None
+        self.shapes: dict[str, str | None] = {}  # shapes.known_shape's answers (one per attribute name)
+        self._simple_at: dict[int, list[ast.stmt]] | None = None
+        self._usage_index: dict | None = None  # usage._candidates' index of the file's nodes
+
+    def simple_statements_at(self, line: int) -> list[ast.stmt]:
+        """The assignments and expression statements whose lines include ``line``, in
+        ``ast.walk``'s order (an index built once per file: each store fix asks for its lines)."""
+        if self._simple_at is None:
+            at: dict[int, list[ast.stmt]] = {}
+            for stmt in ast.walk(self.tree):
+                if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Expr)):
+                    for n in range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1):
+                        at.setdefault(n, []).append(stmt)
+            self._simple_at = at
+        return self._simple_at.get(line, [])
 
     def reads_of(self, attr: str) -> list[ast.AST]:
         """Every node of the file that reads ``.attr`` or names it in a string (an index

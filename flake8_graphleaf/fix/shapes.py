@@ -61,7 +61,14 @@ def _assigned(value: ast.AST, ctx: Context) -> str | None:
 
 
 def known_shape(ctx: Context, name: str) -> str | None:
-    """``tensor``, ``list`` or ``dict`` when every write of ``.name`` in the file agrees; else None."""
+    """``tensor``, ``list`` or ``dict`` when every write of ``.name`` in the file agrees; else None.
+    Once per file and name (every class of a file that stores ``.last`` asks the same question)."""
+    if name not in ctx.shapes:
+        ctx.shapes[name] = _known_shape(ctx, name)
+    return ctx.shapes[name]
+
+
+def _known_shape(ctx: Context, name: str) -> str | None:
     made: set[str] = set()
     items = False  # filled item by item: [k] = t, .append(t), .insert(i, t)
     for n in ast.walk(ctx.tree):

@@ -120,11 +120,32 @@ class ProjectReads:
                 usage.all_inspection = False
 
 
+def _candidates(ctx, name: str) -> list[ast.AST]:
+    """The nodes of the file that :func:`usage_of` looks at for ``name``, in ``ast.walk``'s order:
+    attributes named ``name``, string constants equal to it, ``vars(...)`` calls and ``__dict__``
+    attributes (an index built once per file: each store fix asks for its attribute)."""
+    index = getattr(ctx, "_usage_index", None)
+    if index is None:
+        index = {}
+        for pos, n in enumerate(ast.walk(ctx.tree)):
+            if isinstance(n, ast.Attribute):
+                index.setdefault(("attr", n.attr), []).append((pos, n))
+                if n.attr == "__dict__":
+                    index.setdefault("dynamic", []).append((pos, n))
+            elif isinstance(n, ast.Constant) and isinstance(n.value, str):
+                index.setdefault(("str", n.value), []).append((pos, n))
+            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "vars":
+                index.setdefault("dynamic", []).append((pos, n))
+        ctx._usage_index = index
+    found = dict(index.get(("attr", name), []) + index.get(("str", name), []) + index.get("dynamic", []))
+    return [found[pos] for pos in sorted(found)]
+
+
 def usage_of(ctx, name: str, skip: set[int]) -> Usage:
     """Every read of ``.name`` in this file (outside the nodes in ``skip``) and in the project."""
     usage = Usage()
     parents = ctx.parents
-    for n in ast.walk(ctx.tree):
+    for n in _candidates(ctx, name):  # the nodes below do nothing for any other node of the file
         if id(n) in skip:
             continue
         if isinstance(n, ast.Attribute) and n.attr == name:

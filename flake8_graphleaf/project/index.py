@@ -84,6 +84,7 @@ class ProjectIndex:
         self.summaries: dict[str, dict] = {}
         self._files: list[str] | None = None
         self._texts: dict[str, str] = {}
+        self._modules: dict[str, str | None] = {}
         self._answers: dict = {}
         self._words: dict[str, list[str]] | None = None  # identifier -> the files whose text has it
         self._questions = 0
@@ -199,12 +200,20 @@ class ProjectIndex:
         last = module.rsplit(".", 1)[-1]
         out = []
         for p in self.mentioning(word):
-            if qualname and module_name_for(p)[0] != module:
+            if qualname and self._module_of(p) != module:
                 text = self.text(p)
                 if last not in text or f"class {name}" in text:
                     continue
             out.append(p)
         return out
+
+    def _module_of(self, path: str) -> str | None:
+        """The dotted module name of a file of the project, once per file (a file is a candidate
+        for every question that names a word of its text)."""
+        found = self._modules.get(path, self)
+        if found is self:
+            found = self._modules[path] = module_name_for(path)[0]
+        return found
 
     def _summaries(self, word: str, qualname: str | None = None) -> list[tuple[str, dict]]:
         out = []
@@ -278,7 +287,7 @@ class ProjectIndex:
         name = qualname.rsplit(".", 1)[-1]
         out = []
         for path in self._candidates(name, qualname):
-            module = module_name_for(path)[0]
+            module = self._module_of(path)
             if module:
                 out.append(module)
             if len(out) >= limit:

@@ -52,10 +52,10 @@ class FileResolver(ProjectView):
                 self._where.clear()
             self.index.add_root(os.path.abspath(project) if project else root)
 
-    def options_for(self, path: str) -> dict:
+    def options_for(self, path: str, packages: dict | None = None) -> dict:
         """The ``Options`` fields for analysing ``path`` in this project (its module name, and
-        its root added to the roots)."""
-        module, is_package, root = module_name_for(path)
+        its root added to the roots); ``packages``: see :func:`module_name_for`."""
+        module, is_package, root = module_name_for(path, packages)
         if root is None and module is None:
             root = os.path.dirname(os.path.abspath(path))
         self.add_root(root, project_folder(root, module))
@@ -92,7 +92,7 @@ class FileResolver(ProjectView):
         key = ("mentions", module, words)
         if key not in self.memo:
             path = self._locate(module) if module and looked_up(module) else None
-            self.memo[key] = None if path is None else any(w in self.index.text(path) for w in words)
+            self.memo[key] = None if path is None else self._has_words(path, words)
         return self.memo[key]
 
     def reaches(self, module: str, words: tuple[str, ...]) -> bool | None:
@@ -171,7 +171,7 @@ class FileResolver(ProjectView):
     def _walk_reached(self, user: str, words: tuple[str, ...]) -> tuple[dict[str, int], bool, bool]:
         scope = os.path.join(os.path.dirname(user), "")
         reached: dict[str, int] = {}
-        own = sinks = any(w in self.index.text(user) for w in words)
+        own = sinks = self._has_words(user, words)
         todo, seen = [user], {user}
         for depth in range(USER_DEPTH):
             following = []
@@ -182,9 +182,18 @@ class FileResolver(ProjectView):
                     if found is not None and found.startswith(scope) and found not in seen:
                         seen.add(found)
                         following.append(found)
-                        sinks = sinks or any(w in self.index.text(found) for w in words)
+                        sinks = sinks or self._has_words(found, words)
             todo = following
         return reached, sinks, own
+
+    def _has_words(self, path: str, words: tuple[str, ...]) -> bool:
+        """Has the text of ``path`` one of ``words``? Once per file and words (a file of a folder
+        is reached from each user of the folder that imports it)."""
+        key = ("has-words", path, words)
+        found = self.memo.get(key)
+        if found is None:
+            found = self.memo[key] = any(w in self.index.text(path) for w in words)
+        return found
 
     def _imports_of(self, path: str) -> set[str]:
         key = ("imports-of", path)

@@ -7,6 +7,7 @@ import ast
 import os
 
 from ..program.stmtwalk import tree_statements
+from ..program.textscan import has, has_any
 
 _SINK_WORDS = ("deepcopy(", "deepcopy as ", "AveragedModel", "ModelEma", "DataLoader", ".put(", ".put_nowait(", "Process(", "spawn(",
                "start_processes(", "Pool(", "ProcessPoolExecutor(")
@@ -60,14 +61,15 @@ def _live_defs(parsed, text: str | None = None) -> set[str]:
         for local, qual in imported.items():
             if isinstance(qual, str) and local in text and _imported_live(project, qual, scope):
                 imported_live.add(local)
-    if not imported_live and not any(w in text for w in _SINK_WORDS):
+    if not imported_live and not has_any(text, _SINK_WORDS):
         memo["heap_live"] = live = set()  # nothing here names a copy or a send, nor imports one that may
         return live
     lines = _without_docstrings(text.split("\n"), parsed.tree)
     texts = {name: _segment(lines, node) for name, node in defs.items()}
     texts[TOP] = "\n".join(_segment(lines, s) for s in parsed.tree.body
                             if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
-    live = {name for name, t in texts.items() if any(w in t for w in _SINK_WORDS)} | imported_live
+    present = [w for w in _SINK_WORDS if has(text, w)]  # a definition's text is a part of the file's
+    live = {name for name, t in texts.items() if any(w in t for w in present)} | imported_live
     changed = True
     while changed:
         changed = False

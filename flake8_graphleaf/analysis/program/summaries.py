@@ -35,6 +35,7 @@ import ast
 
 from .grad_mode import function_grad_mode, grad_mode_of
 from .imports import ImportMap
+from .stmtwalk import children, walk
 from ..facts.torch_facts import nn_module
 from ..facts.torch_names import is_torch_name
 
@@ -77,7 +78,7 @@ class _Summary:
         self.chained: dict[str, list] = {}
         # the statement list each call statement (``layers.append(...)``) and assignment is in
         self.block_of: dict[int, int] = {}
-        for node in ast.walk(tree):
+        for node in walk(tree):
             for field in ("body", "orelse", "finalbody", "handlers"):
                 stmts = getattr(node, field, None)
                 if isinstance(stmts, list):
@@ -157,7 +158,7 @@ class _Summary:
                 for child in [node.func, node.args[0], *node.args[2:], *node.keywords]:
                     self.visit(child, cls, fn, grad, bound)
                 return
-        for child in ast.iter_child_nodes(node):
+        for child in children(node):
             self.visit(child, cls, fn, grad, bound)
 
     def read(self, name: str, node: ast.AST, cls, fn, how: str) -> None:
@@ -313,7 +314,7 @@ def _returned_instances(func: ast.AST, made_by, complete: bool = False) -> list[
         if isinstance(node, ast.Return) and node.value is not None:
             returns.append(node.value)
         if isinstance(node, ast.stmt):
-            stack.extend(ast.iter_child_nodes(node))
+            stack.extend(children(node))
     out: list[str] = []
     for value in returns:
         found: list[str] = []

@@ -9,6 +9,7 @@ import ast
 from ..confidence import trust
 from ..evaluator.flow import resets_of
 from ..findings import Finding
+from ..program.stmtwalk import walk
 
 RESETTABLE = ("GLF001", "GLF002", "GLF003")
 
@@ -51,7 +52,7 @@ def _called_after_running(classes: dict) -> set[str]:
             me, ran = method.args.args[0].arg, False
             for stmt in method.body:
                 if ran:
-                    out.update(node.func.attr for node in ast.walk(stmt)
+                    out.update(node.func.attr for node in walk(stmt)
                                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute))
                 elif _runs_model(stmt, me, info.facts):
                     ran = True
@@ -77,7 +78,7 @@ def _cleared_after_use(facts, after_run: set[str] = frozenset()) -> dict[str, st
         for stmt in method.body:
             if ran:
                 cleared = set(resets_of(_as_method(stmt, method)))
-                for node in ast.walk(stmt):
+                for node in walk(stmt):
                     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                             and isinstance(node.func.value, ast.Name) and node.func.value.id == me):
                         cleared |= resets.get(node.func.attr, set())
@@ -97,7 +98,7 @@ def _as_method(stmt: ast.stmt, method: ast.FunctionDef) -> ast.FunctionDef:
 def _runs_model(stmt: ast.stmt, me: str, facts) -> bool:
     """Does the statement call a submodule (``self.net(x)``) or the module itself (``self(x)``,
     ``self.forward(x)``)?"""
-    for node in ast.walk(stmt):
+    for node in walk(stmt):
         if not isinstance(node, ast.Call):
             continue
         f = node.func

@@ -25,6 +25,7 @@ import re
 from .. import messages, witness
 from ..findings import Finding
 from ..evaluator.heap import Kept, Sink, may_reach_sink, run_file, runs_for
+from ..program.textscan import has_any
 from ..values import GRAPH, short
 from . import cleared_by_program, finding, origin_text
 
@@ -282,8 +283,8 @@ def _check(tree: ast.Module, imports, classes: dict, module_classes: set[str], f
     here = getattr(imports.current, "path", "<current>")
     # its own run when its text copies or sends, or it calls a function of the program that may
     # (a test handing its inputs to a harness that deep-copies them)
-    programs = [run_file(tree, imports, classes, module_classes, here, source, reuse)] if source is None or any(
-        w in source for w in WORDS) or may_reach_sink(imports.current, source) else []
+    programs = [run_file(tree, imports, classes, module_classes, here, source, reuse)] if source is None or has_any(
+        source, WORDS) or may_reach_sink(imports.current, source) else []
     project = getattr(imports, "project", None)
     on_disk = project.text_of(here) if project is not None else None
     if source is None or on_disk is None or on_disk == source:

@@ -25,6 +25,7 @@ from ..evaluator.graph_tensors import ARG, GRAPH, MODULE, Evaluator, Value
 from ..program.imports import ImportMap
 from ..program.modules import ClassInfo
 from ..program.stmtwalk import Parents, parent_map, walk, walk_lines, word_lines
+from ..program.textscan import has_any
 from . import finding, origin_text
 
 RULES = {"GLF003": "forward hook stores a graph tensor where deepcopy of the model reaches it"}
@@ -282,7 +283,7 @@ def check_inherited(tree: ast.AST, imports: ImportMap, classes: dict[str, ClassI
     from ..program.helper_objects import program_class
 
     out: list[Finding] = []
-    here_registers = source is None or any(w in source for w in FORWARD)
+    here_registers = source is None or has_any(source, FORWARD)
     project = getattr(imports, "project", None)
     for info in classes.values():
         current = getattr(imports, "current", None)

@@ -29,6 +29,7 @@ from ..program.imports import ImportMap
 from ..facts.sinks import LOADERS as _LOADERS, QUEUES as _QUEUES, SPAWNERS as _SPAWNERS, TENSOR_DATASETS as _TENSOR_DATASETS
 from ..facts.sinks import is_mp as _mp, keyword as _kw, with_workers as _workers
 from ..program.stmtwalk import tree_statements, walk
+from ..program.textscan import has_any
 from . import finding
 
 RULES = {"GLF301": "a tensor on the autograd graph (or requiring grad) sent to another process (DataLoader workers, "
@@ -159,7 +160,7 @@ class _Boundary(Evaluator):
 
 
 def check(tree: ast.Module, imports: ImportMap, module_classes: set[str], source: str | None = None) -> list[Finding]:
-    if source is not None and not any(w in source for w in WORDS):
+    if source is not None and not has_any(source, WORDS):
         return []
     datasets: dict[str, bool] = {}
     spawn_file = False
