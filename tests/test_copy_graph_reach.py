@@ -183,8 +183,6 @@ def test_the_shape_is_reported_and_its_twin_is_not(tmp_path, name):
 
 # shapes whose store gets no automatic fix yet (issue 38): strict, so the day it works this says so
 FIX_PENDING = {
-    "plain_state": "a plain object's list filled by a module-level step function: no copy-safe class here, and "
-                   "the detach fix is not built for it",
     "optimizer_lr": "an item store into an optimizer's param group (a dict the class does not own): no detach fix "
                     "is built for it",
     "pool_records": "a __slots__ class with its own __reduce_ex__: the copy-safe fix does not extend __reduce_ex__, "

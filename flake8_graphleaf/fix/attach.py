@@ -41,7 +41,7 @@ from .legacy_norm import fix_legacy, fix_weight_drop
 from .no_grad import fix_no_grad_call
 from .processes import fix_process_send
 from .shapes import known_shape
-from .stores import container_detach, detached_mirror, rename_to_local
+from .stores import container_detach, detached_mirror, item_detach, rename_to_local
 from .usage import ProjectReads, is_private, usage_of
 
 STORE_RULES = ("GLF001", "GLF002", "GLF003")
@@ -188,7 +188,7 @@ def _choose_store_fix(f: Finding, ctx: Context, code: str):
         candidates = [rename_to_local(f, ctx) if f.data.get("kind") in ("attr", "copy-graph") else None,
                       detached_mirror(f, ctx)]
     else:
-        candidates = [rename_to_local(f, ctx), container_detach(f, ctx)]
+        candidates = [rename_to_local(f, ctx), container_detach(f, ctx) or item_detach(f, ctx)]
     rename, detach = (None, candidates[0]) if code == "GLF003" else candidates
     if name is None:
         fallback = detach

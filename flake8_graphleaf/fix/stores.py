@@ -181,3 +181,53 @@ def container_detach(f: Finding, ctx: Context) -> Fix | None:
         return None
     return Fix(UNSAFE, f"store .detach() in '{self_name}.{attr}' (readers outside forward lose the gradient)",
                (ctx.edit(value, wrap(ctx, value) + ".detach()"),))
+
+
+def item_detach(f: Finding, ctx: Context) -> Fix | None:
+    """Unsafe: ``.detach()`` what a store the copy graph found puts into a container of an object it
+    does not own (``session.losses.append(loss)`` in a training step, ``state.history.append({...,
+    "last_loss": loss})``, ``group["lr"] = base * scale``): the tensor when it is certainly one, else
+    each entry of a dict / list / tuple display that certainly is one. Readers of the container
+    then get the values without their gradient; where a reader in the checked paths uses one for
+    a gradient, _choose_store_fix drops this fix."""
+    if f.code != "GLF002" or f.data.get("kind") != "copy-graph":
+        return None
+    method = _enclosing_function(ctx.tree, f.line)
+    node = at(method if method is not None else ctx.tree, f.line, f.col, (ast.Call, ast.Subscript, ast.Attribute))
+    value = None
+    if isinstance(node, ast.Attribute) and isinstance(ctx.parents.get(node), ast.Call):
+        node = ctx.parents.get(node)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        if node.func.attr in ("append", "add") and len(node.args) == 1 and not node.keywords:
+            value = node.args[0]
+        elif node.func.attr == "insert" and len(node.args) == 2:
+            value = node.args[1]
+    elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+        stmt = statement(node, ctx.parents)
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and stmt.targets[0] is node:
+            value = stmt.value
+    if value is None:
+        return None
+    if certainly_tensor(value, ctx, method):
+        targets = [value]
+    elif isinstance(value, ast.Dict):
+        targets = [v for v in value.values if v is not None and certainly_tensor(v, ctx, method)]
+    elif isinstance(value, (ast.List, ast.Tuple)):
+        targets = [v for v in value.elts if not isinstance(v, ast.Starred) and certainly_tensor(v, ctx, method)]
+    else:
+        targets = []
+    if not targets:
+        return None
+    return Fix(UNSAFE, f"store .detach() of what goes into '{f.attribute or 'the container'}' (its readers get it "
+                       "without its gradient)",
+               tuple(ctx.edit(v, wrap(ctx, v) + ".detach()") for v in targets))
+
+
+def _enclosing_function(tree: ast.AST, line: int):
+    """The innermost function whose lines hold ``line``, or None."""
+    best = None
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.lineno <= line <= (n.end_lineno or n.lineno):
+            if best is None or n.lineno >= best.lineno:
+                best = n
+    return best

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 INSPECT_ATTRS = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "layout"})
 INSPECT_CALLS = frozenset({"detach", "item", "tolist", "size", "dim", "numel", "numpy", "nelement"})
+INSPECT_BUILTINS = frozenset({"len", "isinstance", "type", "id", "callable"})
 # Calls that keep the value's data and are then inspected: x.cpu().numpy(), x.float().mean().item()
 PASS_THROUGH = frozenset({"cpu", "float", "double", "half", "to", "clone", "contiguous", "mean", "sum", "max", "min",
                           "abs", "norm", "flatten", "view", "reshape", "squeeze", "unsqueeze", "cuda"})
@@ -48,6 +49,9 @@ def inspection(node: ast.AST, parents: dict) -> bool:
         if isinstance(parent, ast.Compare) and len(parent.ops) == 1 and isinstance(parent.ops[0], (ast.Is, ast.IsNot)):
             other = parent.comparators[0] if parent.left is cur else parent.left
             return isinstance(other, ast.Constant) and other.value is None
+        if (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id in INSPECT_BUILTINS
+                and cur in parent.args):
+            return True  # len(obj.losses), isinstance(obj.state, dict): nothing of the values
         if not isinstance(parent, ast.Attribute) or parent.value is not cur:
             return False
         if parent.attr in INSPECT_ATTRS:
